@@ -3,6 +3,12 @@
 from keras_albert.config import PRESETS, AlbertConfig, get_preset
 from keras_albert.models import AlbertBackbone, AlbertClassifier, AlbertPretrainer
 
+# Registers what a saved training output refers to (Lamb, its schedule, the MLM loss) with
+# Keras, so that `keras.models.load_model` needs nothing but `import keras_albert`.
+from keras_albert.training import lamb as _lamb  # noqa: F401  isort: skip
+from keras_albert.training import losses as _losses  # noqa: F401  isort: skip
+from keras_albert.training import schedule as _schedule  # noqa: F401  isort: skip
+
 __version__ = "0.1.0"
 
 __all__ = [

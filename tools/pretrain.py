@@ -47,6 +47,9 @@ def main() -> None:
     run.add_argument("--warmup-steps", type=int, help="default: 2.5%% of --total-steps")
     run.add_argument("--end-learning-rate", type=float, default=0.0)
     run.add_argument("--weight-decay-rate", type=float, default=0.01)
+    run.add_argument(
+        "--sentence-order-loss-weight", type=float, default=1.0, help="1.0: the original's sum"
+    )
     run.add_argument("--strategy", default="auto", help="auto, cpu, one_device, mirrored, tpu")
     run.add_argument("--tpu-address")
     run.add_argument("--precision", help="Keras dtype policy (default: per device)")

@@ -107,6 +107,8 @@ class PretrainingOptions:
             3125 of 125000).
         end_learning_rate: rate at `total_steps`.
         weight_decay_rate: LAMB's decay (LayerNorm parameters and biases excluded).
+        sentence_order_loss_weight: the SOP loss's weight in the total loss; 1.0 is the
+            original's plain sum `masked_lm_loss + sentence_order_loss`.
         strategy: a `build_strategy` name.
         tpu_address: for the "tpu" strategy.
         precision: a Keras dtype policy; `None` chooses per device (`choose_precision_policy`).
@@ -143,6 +145,7 @@ class PretrainingOptions:
     warmup_steps: int | None = None
     end_learning_rate: float = 0.0
     weight_decay_rate: float = 0.01
+    sentence_order_loss_weight: float = 1.0
     strategy: str = "auto"
     tpu_address: str | None = None
     precision: str | None = None
@@ -203,6 +206,12 @@ class PretrainingOptions:
             )
         if self.eval_steps is not None and self.eval_data is None:
             raise ValueError("`eval_steps` is given but `eval_data` is not.")
+        weight = self.sentence_order_loss_weight
+        if isinstance(weight, bool) or not isinstance(weight, int | float) or not weight >= 0:
+            raise ValueError(
+                "`sentence_order_loss_weight` must be a number >= 0. "
+                f"Received: sentence_order_loss_weight={weight!r}"
+            )
 
     @property
     def resolved_warmup_steps(self) -> int:
@@ -296,6 +305,7 @@ def pretrain(options: PretrainingOptions) -> dict:
             optimizer,
             steps_per_execution=options.steps_per_execution,
             jit_compile=options.jit_compile,
+            sentence_order_loss_weight=options.sentence_order_loss_weight,
         )
         optimizer.build(model.trainable_variables)
         checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
@@ -369,18 +379,21 @@ def compile_pretrainer(
     optimizer: keras.optimizers.Optimizer,
     steps_per_execution: int = 1,
     jit_compile: bool | str = "auto",
+    sentence_order_loss_weight: float = 1.0,
 ) -> None:
     """Compiles `model` with the MLM + SOP losses and the pretraining metrics.
 
-    The total loss is `masked_lm_loss + sentence_order_loss` (`MaskedLMLoss`, mean SOP cross-
-    entropy). Logged: `loss`, `mlm_logits_loss` / `sop_logits_loss` (the driver renames them
-    `mlm_loss` / `sop_loss`), `mlm_logits_mlm_accuracy` (weighted: padded prediction slots do
-    not count) and `sop_logits_sop_accuracy` (renamed `mlm_accuracy` / `sop_accuracy`).
+    The total loss is `masked_lm_loss + sentence_order_loss_weight * sentence_order_loss`
+    (`MaskedLMLoss`, mean SOP cross-entropy; the original's weight is 1). Logged: `loss`,
+    `mlm_logits_loss` / `sop_logits_loss` (the driver renames them `mlm_loss` / `sop_loss`),
+    `mlm_logits_mlm_accuracy` (weighted: padded prediction slots do not count) and
+    `sop_logits_sop_accuracy` (renamed `mlm_accuracy` / `sop_accuracy`).
     Labels and sample weights are dicts keyed by `mlm_logits` and `sop_logits`.
     """
     model.compile(
         optimizer=optimizer,
         loss={"mlm_logits": MaskedLMLoss(), "sop_logits": sentence_order_loss()},
+        loss_weights={"mlm_logits": 1.0, "sop_logits": sentence_order_loss_weight},
         weighted_metrics={
             "mlm_logits": [keras.metrics.SparseCategoricalAccuracy(name="mlm_accuracy")],
             "sop_logits": [keras.metrics.SparseCategoricalAccuracy(name="sop_accuracy")],

@@ -7,6 +7,8 @@ import glob
 import json
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import keras
@@ -167,9 +169,11 @@ def test_sentence_order_loss_is_the_mean_cross_entropy():
     np.testing.assert_allclose(float(sentence_order_loss()(labels, logits)), expected, rtol=1e-6)
 
 
-def test_compiled_losses_and_metrics_against_numpy(tmp_path):
+@pytest.mark.parametrize("sop_weight", [1.0, 2.5])
+def test_compiled_losses_and_metrics_against_numpy(tmp_path, sop_weight):
     """evaluate() on one batch equals the formulas applied to the model's own outputs; padded
-    prediction slots count in neither the MLM loss nor the MLM accuracy."""
+    prediction slots count in neither the MLM loss nor the MLM accuracy; the SOP loss enters
+    the total with its weight."""
     path = tmp_path / "records.tfrecord"
     write_records(path, 16, seed=4)
     layout = inspect_records(str(path))
@@ -179,7 +183,7 @@ def test_compiled_losses_and_metrics_against_numpy(tmp_path):
     )  # fmt: skip
     x, y, weights = next(iter(make_datasets(run_options, layout)))
     model = AlbertPretrainer(AlbertBackbone(**TINY_MODEL))
-    compile_pretrainer(model, Lamb(1e-3))
+    compile_pretrainer(model, Lamb(1e-3), sentence_order_loss_weight=sop_weight)
     results = model.evaluate(x, y, sample_weight=weights, return_dict=True, verbose=0)
 
     outputs = keras.tree.map_structure(np.asarray, model(x))
@@ -193,7 +197,7 @@ def test_compiled_losses_and_metrics_against_numpy(tmp_path):
     expected = {
         "mlm_logits_loss": mlm_loss,
         "sop_logits_loss": sop_loss.mean(),
-        "loss": mlm_loss + sop_loss.mean(),
+        "loss": mlm_loss + sop_weight * sop_loss.mean(),
         "mlm_logits_mlm_accuracy": (hits * mlm_weights).sum() / mlm_weights.sum(),
         "sop_logits_sop_accuracy": (outputs["sop_logits"].argmax(-1) == sop_labels).mean(),
     }
@@ -224,6 +228,20 @@ def test_short_fit_learns_and_writes_everything(tmp_path, records):
     assert glob.glob(os.path.join(run.output_dir, "logs", "validation", "events.out.tfevents.*"))
     restored = keras.models.load_model(os.path.join(run.output_dir, "pretrainer.keras"))
     assert isinstance(restored, AlbertPretrainer)
+    # A user's fresh process needs nothing but `import keras_albert` to load it, optimizer
+    # (Lamb and its schedule) and losses included.
+    load = (
+        "import sys, keras, keras_albert; m = keras.models.load_model(sys.argv[1]); "
+        "print(type(m.optimizer).__name__, m.optimizer.get_config()['learning_rate']['class_name'])"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", load, os.path.join(run.output_dir, "pretrainer.keras")],
+        capture_output=True, text=True, timeout=120,
+        env={**os.environ, "KERAS_BACKEND": "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "3",
+             "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )  # fmt: skip
+    assert loaded.returncode == 0, loaded.stderr[-3000:]
+    assert loaded.stdout.split()[-2:] == ["Lamb", "WarmupPolynomialDecay"], loaded.stdout
 
     # Rerunning a finished run trains nothing and keeps the step.
     again = pretrain(run)
@@ -391,6 +409,7 @@ def test_multi_worker_is_refused_with_the_reason(tmp_path, records):
         ({"total_steps": 0}, "`total_steps` must be an integer >= 1"),
         ({"dynamic_masking": True}, "needs `vocabulary`"),
         ({"jit_compile": "yes"}, "`jit_compile` must be True, False or 'auto'"),
+        ({"sentence_order_loss_weight": -1.0}, "sentence_order_loss_weight=-1.0"),
     ],
 )
 def test_bad_options(tmp_path, records, changes, message):
