@@ -295,6 +295,7 @@ def make_pretraining_dataset(
     repeat: bool = False,
     cycle_length: int = 8,
     dynamic_masking: DynamicMasking | None = None,
+    drop_remainder: bool = True,
 ) -> tf.data.Dataset:
     """Batches of ``(x, y, sample_weight)`` from sharded pretraining TFRecords (see module doc).
 
@@ -312,9 +313,11 @@ def make_pretraining_dataset(
         repeat: repeat forever (for ``steps_per_epoch``).
         cycle_length: files read in parallel.
         dynamic_masking: mask in-graph, anew each epoch, instead of using the files' masks.
+        drop_remainder: drop the last partial batch (static shapes, as a TPU needs); `False`
+            keeps it (evaluation over every record).
 
     Returns:
-        A ``tf.data.Dataset`` with static shapes (remainder dropped: TPU-ready), prefetched.
+        A ``tf.data.Dataset``, prefetched; with ``drop_remainder``, of static shapes.
     """
     for name, value, low in (
         ("batch_size", batch_size, 1),
@@ -378,5 +381,10 @@ def make_pretraining_dataset(
 
         dataset = dataset.map(remask, num_parallel_calls=tf.data.AUTOTUNE)
     dataset = dataset.map(_to_fit_inputs, num_parallel_calls=tf.data.AUTOTUNE)
-    dataset = dataset.batch(batch_size, drop_remainder=True)
+    dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
     return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def count_records(files: Sequence[str]) -> int:
+    """The number of records in TFRecord ``files`` (read through once)."""
+    return int(tf.data.TFRecordDataset(list(files)).reduce(np.int64(0), lambda n, _: n + 1))

@@ -43,7 +43,11 @@ import tensorflow as tf
 
 from keras_albert.config import AlbertConfig, get_preset
 from keras_albert.models import AlbertBackbone, AlbertPretrainer
-from keras_albert.text.pretraining_dataset import DynamicMasking, make_pretraining_dataset
+from keras_albert.text.pretraining_dataset import (
+    DynamicMasking,
+    count_records,
+    make_pretraining_dataset,
+)
 from keras_albert.training.lamb import Lamb
 from keras_albert.training.losses import MaskedLMLoss, sentence_order_loss
 from keras_albert.training.schedule import WarmupPolynomialDecay
@@ -51,13 +55,16 @@ from keras_albert.training.strategy import build_strategy, choose_precision_poli
 
 # The dataset's label keys → the model's output names (what `compile` matches them to).
 _OUTPUT_OF_LABEL = {"mlm": "mlm_logits", "sop": "sop_logits"}
-# Keras's log names → ours.
+# Keras's log names → ours. The losses logged per task are the exact weighted means of the
+# `*_mean_loss` metrics (the original's eval metrics: `tf.metrics.mean(loss, weights)`), not
+# Keras's per-output loss trackers, which average batches equally whatever their size.
 _LOG_NAMES = {
-    "mlm_logits_loss": "mlm_loss",
-    "sop_logits_loss": "sop_loss",
+    "mlm_logits_mlm_mean_loss": "mlm_loss",
+    "sop_logits_sop_mean_loss": "sop_loss",
     "mlm_logits_mlm_accuracy": "mlm_accuracy",
     "sop_logits_sop_accuracy": "sop_accuracy",
 }
+_DROPPED_LOGS = ("mlm_logits_loss", "sop_logits_loss")
 # Record features (the original names) and their length: sequence or predictions.
 _SEQUENCE_FEATURES = ("input_ids", "input_mask", "segment_ids")
 _PREDICTION_FEATURES = ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights")
@@ -289,6 +296,9 @@ def pretrain(options: PretrainingOptions) -> dict:
         options.strategy, **({"tpu_address": options.tpu_address} if options.tpu_address else {})
     )
     policy = choose_precision_policy(strategy, options.precision)
+    validation, eval_counts = None, {}
+    if options.eval_data is not None:
+        validation, eval_counts = _eval_dataset(options, layout, masking, strategy)
     with strategy.scope():
         model = AlbertPretrainer(AlbertBackbone.from_albert_config(config, dtype=policy))
         schedule = WarmupPolynomialDecay(
@@ -329,7 +339,9 @@ def pretrain(options: PretrainingOptions) -> dict:
     last_epoch_seconds = None
     if start_step < options.total_steps:
         fit_started = time.perf_counter()
-        last_logs, last_epoch_seconds = _fit(model, manager, options, layout, masking, start_step)
+        last_logs, last_epoch_seconds = _fit(
+            model, manager, options, layout, masking, start_step, validation
+        )
         fit_seconds = time.perf_counter() - fit_started
     final_step = int(optimizer.iterations.numpy())
     if manager.latest_checkpoint is None or manager.latest_checkpoint.split("-")[-1] != str(
@@ -338,10 +350,8 @@ def pretrain(options: PretrainingOptions) -> dict:
         manager.save(checkpoint_number=final_step)
 
     eval_results = None
-    if options.eval_data is not None:
-        eval_results = _renamed(
-            model.evaluate(_eval_dataset(options, layout, masking), return_dict=True, verbose=0)
-        )
+    if validation is not None:
+        eval_results = _renamed(model.evaluate(validation, return_dict=True, verbose=0))
     model_path = os.path.join(options.output_dir, "pretrainer.keras")
     _atomic_save(model, model_path)
 
@@ -358,6 +368,7 @@ def pretrain(options: PretrainingOptions) -> dict:
         "wall_seconds_this_run": time.perf_counter() - started,
         "final_train_logs": last_logs,
         "eval": eval_results,
+        **eval_counts,
         "num_parameters": int(model.count_params()),
         "strategy": type(strategy).__name__,
         "num_replicas": strategy.num_replicas_in_sync,
@@ -385,9 +396,11 @@ def compile_pretrainer(
 
     The total loss is `masked_lm_loss + sentence_order_loss_weight * sentence_order_loss`
     (`MaskedLMLoss`, mean SOP cross-entropy; the original's weight is 1). Logged: `loss`,
-    `mlm_logits_loss` / `sop_logits_loss` (the driver renames them `mlm_loss` / `sop_loss`),
-    `mlm_logits_mlm_accuracy` (weighted: padded prediction slots do not count) and
-    `sop_logits_sop_accuracy` (renamed `mlm_accuracy` / `sop_accuracy`).
+    Keras's `mlm_logits_loss` / `sop_logits_loss`, and the metrics the driver reports as
+    `mlm_loss` / `sop_loss` / `mlm_accuracy` / `sop_accuracy`: `mlm_logits_mlm_mean_loss`
+    and `sop_logits_sop_mean_loss` (the task losses as exact weighted means over everything
+    seen, as the original's evaluation: batches of any size count by their examples, padded
+    prediction slots not at all), `mlm_logits_mlm_accuracy` and `sop_logits_sop_accuracy`.
     Labels and sample weights are dicts keyed by `mlm_logits` and `sop_logits`.
     """
     model.compile(
@@ -395,8 +408,13 @@ def compile_pretrainer(
         loss={"mlm_logits": MaskedLMLoss(), "sop_logits": sentence_order_loss()},
         loss_weights={"mlm_logits": 1.0, "sop_logits": sentence_order_loss_weight},
         weighted_metrics={
-            "mlm_logits": [keras.metrics.SparseCategoricalAccuracy(name="mlm_accuracy")],
-            "sop_logits": [keras.metrics.SparseCategoricalAccuracy(name="sop_accuracy")],
+            task: [
+                keras.metrics.SparseCategoricalCrossentropy(
+                    from_logits=True, name=f"{name}_mean_loss"
+                ),
+                keras.metrics.SparseCategoricalAccuracy(name=f"{name}_accuracy"),
+            ]
+            for task, name in (("mlm_logits", "mlm"), ("sop_logits", "sop"))
         },
         steps_per_execution=steps_per_execution,
         jit_compile=jit_compile,
@@ -448,8 +466,27 @@ def _pass_seed(seed: int, index):
     return tf.cast(seed, tf.int64) * 1_000_003 + index
 
 
-def _eval_dataset(options, layout, masking) -> tf.data.Dataset:
+def _eval_dataset(options, layout, masking, strategy) -> tuple[tf.data.Dataset, dict]:
+    """The held-out batches and how many records they hold (and leave out).
+
+    Every record is evaluated: the last batch is a partial one, except on a TPU, whose shapes
+    must be static — there the remainder is left out and counted. The dataset's cardinality is
+    set: Keras then stops after the last batch instead of calling the test step once more to
+    find the end (with static batch shapes and without XLA, that extra call adds a phantom
+    batch to Keras's mean `loss`: measured with Keras 3.15 and TensorFlow 2.21).
+    """
     files = list(inspect_records(options.eval_data, "eval_data").files)
+    num_records = count_records(files)
+    static = isinstance(strategy, tf.distribute.TPUStrategy)
+    num_batches = (num_records // options.batch_size if static
+                   else math.ceil(num_records / options.batch_size))  # fmt: skip
+    if options.eval_steps is not None:
+        num_batches = min(num_batches, options.eval_steps)
+    if num_batches == 0:
+        raise ValueError(
+            f"eval_data holds {num_records} records: not one batch of {options.batch_size}"
+            + (" (a TPU evaluates full batches only)." if num_records else ".")
+        )
     dataset = make_pretraining_dataset(
         files,
         options.batch_size,
@@ -458,18 +495,17 @@ def _eval_dataset(options, layout, masking) -> tf.data.Dataset:
         shuffle=False,
         seed=options.seed,
         dynamic_masking=masking,
+        drop_remainder=static,
     ).map(to_model_labels)
-    if options.eval_steps is not None:
-        dataset = dataset.take(options.eval_steps)
-    return dataset
+    dataset = dataset.take(num_batches).apply(tf.data.experimental.assert_cardinality(num_batches))
+    evaluated = min(num_records, num_batches * options.batch_size)
+    counts = {"eval_records": num_records, "eval_records_evaluated": evaluated}
+    return dataset, counts
 
 
-def _fit(model, manager, options, layout, masking, start_step) -> dict:
+def _fit(model, manager, options, layout, masking, start_step, validation) -> dict:
     """`model.fit` from `start_step` to `total_steps`: one Keras epoch per `log_every_steps`
     steps, and a shorter last call when `total_steps` is not a multiple of it."""
-    validation = None
-    if options.eval_data is not None:
-        validation = _eval_dataset(options, layout, masking)
     eval_every = options.eval_every_steps or options.checkpoint_every_steps
     logger = _StepLogs(options.total_steps)
     callbacks = [
@@ -524,8 +560,10 @@ class _StepLogs(keras.callbacks.Callback):
         self.last_epoch_seconds = time.perf_counter() - self._epoch_started
         if logs is None:
             return
-        for keras_name, name in _LOG_NAMES.items():
-            for prefix in ("", "val_"):
+        for prefix in ("", "val_"):
+            for keras_name in _DROPPED_LOGS:
+                logs.pop(prefix + keras_name, None)
+            for keras_name, name in _LOG_NAMES.items():
                 if prefix + keras_name in logs:
                     logs[prefix + name] = logs.pop(prefix + keras_name)
         optimizer = self.model.optimizer
@@ -825,7 +863,8 @@ def _atomic_save(model: keras.Model, path: str) -> None:
 
 
 def _renamed(logs: dict) -> dict:
-    return {_LOG_NAMES.get(k, k): float(np.asarray(v)) for k, v in logs.items()}
+    kept = {k: v for k, v in logs.items() if k not in _DROPPED_LOGS}
+    return {_LOG_NAMES.get(k, k): float(np.asarray(v)) for k, v in kept.items()}
 
 
 def _require_int(name: str, value, low: int) -> None:

@@ -17,6 +17,7 @@ import pytest
 import tensorflow as tf
 
 from keras_albert import AlbertBackbone, AlbertPretrainer
+from keras_albert.text.pretraining_dataset import make_pretraining_dataset
 from keras_albert.training.lamb import Lamb
 from keras_albert.training.losses import MaskedLMLoss, sentence_order_loss
 from keras_albert.training.pretraining import (
@@ -199,6 +200,8 @@ def test_compiled_losses_and_metrics_against_numpy(tmp_path, sop_weight):
         "sop_logits_loss": sop_loss.mean(),
         "loss": mlm_loss + sop_weight * sop_loss.mean(),
         "mlm_logits_mlm_accuracy": (hits * mlm_weights).sum() / mlm_weights.sum(),
+        "mlm_logits_mlm_mean_loss": (mlm_weights * nll[..., 0]).sum() / mlm_weights.sum(),
+        "sop_logits_sop_mean_loss": sop_loss.mean(),
         "sop_logits_sop_accuracy": (outputs["sop_logits"].argmax(-1) == sop_labels).mean(),
     }
     assert set(expected) <= set(results)
@@ -246,6 +249,50 @@ def test_short_fit_learns_and_writes_everything(tmp_path, records):
     # Rerunning a finished run trains nothing and keeps the step.
     again = pretrain(run)
     assert again["resumed_from_step"] == 55 and again["trained_steps_this_run"] == 0
+
+
+def test_evaluation_covers_every_record_with_exact_means(tmp_path, records):
+    """21 held-out records in batches of 8: the partial last batch is evaluated (static-shape
+    batches would leave 5 records out), the task losses are the exact means over the 21
+    records, the total is Keras's size-weighted mean of the three batches' losses."""
+    write_records(tmp_path / "data" / "eval.tfrecord", 21, seed=9)
+    run = options(tmp_path, records, eval_data=records["eval_data"], total_steps=10)
+    summary = pretrain(run)
+    assert summary["eval_records"] == summary["eval_records_evaluated"] == 21
+
+    model = keras.models.load_model(os.path.join(run.output_dir, "pretrainer.keras"))
+    ((x, y, weights),) = list(
+        make_pretraining_dataset(
+            records["eval_data"], 21, SEQUENCE_LENGTH, MAX_PREDICTIONS, shuffle=False
+        )
+    )
+    outputs = keras.tree.map_structure(np.asarray, model(x))
+    sop_labels = np.asarray(y["sop"])
+    sop_nll = -np.take_along_axis(log_softmax(outputs["sop_logits"]), sop_labels[:, None], -1)
+    mlm_labels, mlm_weights = np.asarray(y["mlm"]), np.asarray(weights["mlm"])
+    mlm_nll = -np.take_along_axis(log_softmax(outputs["mlm_logits"]), mlm_labels[..., None], -1)
+    mlm_nll = mlm_nll[..., 0] * mlm_weights
+    hits = (outputs["mlm_logits"].argmax(-1) == mlm_labels) * mlm_weights
+    # Keras's total: the batches' losses (the original's MLM ratio per batch + SOP mean)
+    # averaged with their sizes 8, 8, 5 as weights.
+    batch_losses = [
+        (mlm_nll[b].sum() / (mlm_weights[b].sum() + 1e-5) + sop_nll[b].mean(), b.stop - b.start)
+        for b in (slice(0, 8), slice(8, 16), slice(16, 21))
+    ]
+    expected = {
+        "loss": sum(loss * size for loss, size in batch_losses) / 21,
+        "sop_loss": sop_nll.mean(),
+        "sop_accuracy": (outputs["sop_logits"].argmax(-1) == sop_labels).mean(),
+        # Over every real prediction of the set, as the original's `tf.metrics.mean`.
+        "mlm_loss": mlm_nll.sum() / mlm_weights.sum(),
+        "mlm_accuracy": hits.sum() / mlm_weights.sum(),
+    }
+    for name, value in expected.items():
+        np.testing.assert_allclose(summary["eval"][name], value, rtol=1e-5, err_msg=name)
+    # The evaluation inside fit at the last step saw the same weights.
+    with open(os.path.join(run.output_dir, "history.csv"), encoding="utf-8") as f:
+        last = list(csv.DictReader(f))[-1]
+    np.testing.assert_allclose(float(last["val_sop_loss"]), expected["sop_loss"], rtol=1e-5)
 
 
 def test_dynamic_masking_trains_with_fresh_masks(tmp_path, records):
