@@ -52,6 +52,8 @@ class MainJobOptions:
         corpus_files: how many training novels to use (None: all).
         model: the architecture (fields of `AlbertConfig`; vocabulary and length are filled in).
         pretrain_steps, pretrain_batch_size, pretrain_learning_rate: the pretraining budget.
+        pretrain_sop_loss_weight: the SOP loss's weight (1.0: the original's sum).
+        pretrain_evaluations: held-out evaluations (and checkpoints) over the run.
         finetune_examples: SST-2 training rows used (a seeded sample); the dev set is used whole.
         finetune_sequence_length: packed length for SST-2 (its sentences are short).
         finetune_steps, finetune_batch_size, finetune_learning_rate: the fine-tuning budget.
@@ -80,6 +82,8 @@ class MainJobOptions:
     pretrain_steps: int = 2000
     pretrain_batch_size: int = 32
     pretrain_learning_rate: float = 5e-3
+    pretrain_sop_loss_weight: float = 1.0
+    pretrain_evaluations: int = 5
     finetune_examples: int = 20000
     finetune_sequence_length: int = 64
     finetune_steps: int = 1500
@@ -114,6 +118,13 @@ class MainJobOptions:
         )
         return cls(**{**quick, **changes})
 
+    def __post_init__(self):
+        if not isinstance(self.pretrain_evaluations, int) or self.pretrain_evaluations < 1:
+            raise ValueError(
+                "`pretrain_evaluations` must be an integer >= 1. "
+                f"Received: pretrain_evaluations={self.pretrain_evaluations!r}"
+            )
+
     def path(self, *parts: str) -> str:
         return os.path.join(self.work_dir, *parts)
 
@@ -128,21 +139,43 @@ class MainJobOptions:
 def run_main_job(options: MainJobOptions) -> dict:
     """Runs every step (skipping finished ones); returns and prints the summary."""
     started = time.perf_counter()
+    results = run_steps(options, STEPS)
+    summary = _summary(options, results, time.perf_counter() - started)
+    return summary
+
+
+STEPS = ("tokenizer", "pretraining_data", "pretraining", "finetuning", "export", "serving")
+
+
+def run_steps(options: MainJobOptions, names: tuple[str, ...]) -> dict:
+    """Runs the named steps of the job, in order, skipping finished ones; their results by name.
+
+    A step needs the results of the steps before it (run now or earlier in `work_dir`).
+    """
+    unknown = [name for name in names if name not in STEPS]
+    if unknown:
+        raise ValueError(f"Unknown steps {unknown}; the steps are {list(STEPS)}.")
+    steps = [step for step in _steps(options) if step[0] in names]
     os.makedirs(options.work_dir, exist_ok=True)
-    train_files, held_out_files = _corpus(options)
-    steps = [
-        ("tokenizer", lambda: _train_tokenizer(options, train_files)),
-        ("pretraining_data", lambda: _pretraining_data(options, train_files, held_out_files)),
+    _corpus(options)  # a missing corpus fails before any step
+    return {
+        name: _step(options, number, len(steps), name, run)
+        for number, (name, run) in enumerate(steps, start=1)
+    }
+
+
+def _steps(options: MainJobOptions) -> list:
+    def corpus():
+        return _corpus(options)
+
+    return [
+        ("tokenizer", lambda: _train_tokenizer(options, corpus()[0])),
+        ("pretraining_data", lambda: _pretraining_data(options, *corpus())),
         ("pretraining", lambda: _pretrain(options)),
         ("finetuning", lambda: _finetune(options)),
         ("export", lambda: _export(options)),
         ("serving", lambda: _serve(options)),
     ]
-    results = {}
-    for number, (name, run) in enumerate(steps, start=1):
-        results[name] = _step(options, number, len(steps), name, run)
-    summary = _summary(options, results, time.perf_counter() - started)
-    return summary
 
 
 def _step(options: MainJobOptions, number: int, total: int, name: str, run) -> dict:
@@ -232,7 +265,8 @@ def _pretrain(options: MainJobOptions) -> dict:
     options.albert_config().to_json(config_path)
     # Checkpoints and evaluations fall on log boundaries (the driver's Keras epochs).
     log_every = max(options.pretrain_steps // 40, 10)
-    every_fifth = log_every * max(1, options.pretrain_steps // 5 // log_every)
+    every = options.pretrain_steps // options.pretrain_evaluations
+    every = log_every * max(1, every // log_every)
     summary = pretrain(
         PretrainingOptions(
             config=config_path,
@@ -243,11 +277,12 @@ def _pretrain(options: MainJobOptions) -> dict:
             total_steps=options.pretrain_steps,
             batch_size=options.pretrain_batch_size,
             learning_rate=options.pretrain_learning_rate,
+            sentence_order_loss_weight=options.pretrain_sop_loss_weight,
             warmup_steps=max(options.pretrain_steps // 10, 1),
             strategy="cpu",
             log_every_steps=log_every,
-            checkpoint_every_steps=every_fifth,
-            eval_every_steps=every_fifth,
+            checkpoint_every_steps=every,
+            eval_every_steps=every,
             jit_compile=False,
             seed=options.seed,
         )
@@ -344,7 +379,7 @@ def _summary(options: MainJobOptions, results: dict, seconds: float) -> dict:
         "served_predictions": serving["predictions"],
         "step_seconds": {name: result["seconds"] for name, result in results.items()},
         "total_seconds_this_run": round(seconds, 1),
-        "curves": _plot_curves(options),
+        "curves": plot_curves(options),
     }
     with open(options.path("summary.json"), "w", encoding="utf-8") as f:
         json.dump(summary, f, indent=2)
@@ -360,8 +395,11 @@ def _read_history(path: str) -> list[dict]:
         return list(csv.DictReader(f))
 
 
-def _plot_curves(options: MainJobOptions) -> str:
-    """A PNG of the pretraining and fine-tuning curves; returns its path."""
+def plot_curves(options: MainJobOptions, reference_lines: tuple = ()) -> str:
+    """A PNG of the pretraining and fine-tuning curves; returns its path.
+
+    `reference_lines`: `(value, label)` pairs drawn across the pretraining accuracy panel.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -386,9 +424,13 @@ def _plot_curves(options: MainJobOptions) -> str:
                 if points:
                     label = ("held-out " if prefix else "train ") + name
                     axis.plot(*zip(*points, strict=True), style, label=label)
+        if title == "pretraining accuracy":
+            for value, label in reference_lines:
+                axis.axhline(value, ls=":", color="gray", label=label)
         axis.set_title(title)
         axis.set_xlabel(x_name)
-        axis.legend(fontsize=7)
+        if axis.get_legend_handles_labels()[0]:  # the fine-tuning panel may have no rows
+            axis.legend(fontsize=7)
     figure.tight_layout()
     path = options.path("curves.png")
     figure.savefig(path, dpi=100)
