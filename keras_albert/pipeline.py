@@ -407,13 +407,14 @@ def plot_curves(options: MainJobOptions, reference_lines: tuple = ()) -> str:
 
     pretraining = _read_history(options.path("pretraining", "model", "history.csv"))
     finetuning = _read_history(options.path("finetuning", "sst2", "history.csv"))
-    figure, axes = plt.subplots(1, 3, figsize=(15, 4))
-    panels = (
-        (axes[0], pretraining, "step", ("mlm_loss", "sop_loss"), "pretraining losses"),
-        (axes[1], pretraining, "step", ("mlm_accuracy", "sop_accuracy"), "pretraining accuracy"),
-        (axes[2], finetuning, "epoch", ("loss", "accuracy"), "SST-2 fine-tuning"),
-    )
-    for axis, rows, x_name, names, title in panels:
+    panels = [
+        (pretraining, "step", ("mlm_loss", "sop_loss"), "pretraining losses"),
+        (pretraining, "step", ("mlm_accuracy", "sop_accuracy"), "pretraining accuracy"),
+        (finetuning, "epoch", ("loss", "accuracy"), "SST-2 fine-tuning"),
+    ]
+    panels = [panel for panel in panels if panel[0]] or panels[:1]  # steps not run: no panel
+    figure, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4), squeeze=False)
+    for axis, (rows, x_name, names, title) in zip(axes[0], panels, strict=True):
         for name in names:
             for prefix, style in (("", ".-"), ("val_", "o--")):
                 points = [
@@ -429,7 +430,7 @@ def plot_curves(options: MainJobOptions, reference_lines: tuple = ()) -> str:
                 axis.axhline(value, ls=":", color="gray", label=label)
         axis.set_title(title)
         axis.set_xlabel(x_name)
-        if axis.get_legend_handles_labels()[0]:  # the fine-tuning panel may have no rows
+        if axis.get_legend_handles_labels()[0]:
             axis.legend(fontsize=7)
     figure.tight_layout()
     path = options.path("curves.png")

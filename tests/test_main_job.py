@@ -6,6 +6,8 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
@@ -50,3 +52,13 @@ def test_quick_main_job_runs_every_step_and_reruns_without_redoing_them(tmp_path
     for step in ("tokenizer", "pretraining_data", "pretraining", "finetuning", "export"):
         assert f"{step}: done before, skipped" in second.stdout
     assert sorted(p.name for p in (saved / "albert_sst2_quick").iterdir()) == ["1"]
+
+
+def test_bad_step_names_and_evaluation_counts_are_refused(tmp_path):
+    from keras_albert.pipeline import MainJobOptions, run_steps
+
+    with pytest.raises(ValueError, match=r"Unknown steps \['pretrain'\]"):
+        run_steps(MainJobOptions.quick(work_dir=str(tmp_path)), ("tokenizer", "pretrain"))
+    assert not any(tmp_path.iterdir())  # refused before any step ran
+    with pytest.raises(ValueError, match="pretrain_evaluations=0"):
+        MainJobOptions(pretrain_evaluations=0)
