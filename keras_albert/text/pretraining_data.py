@@ -202,6 +202,8 @@ class PretrainingExample:
     mask_ids: list[int]
     sentence_order_label: int
     span_lengths: list[int]
+    # A and B are the two halves of one sentence (a one-sentence chunk), not whole sentences.
+    cut_inside_sentence: bool = False
 
     def original_token_ids(self) -> list[int]:
         """``token_ids`` with the masked positions restored."""
@@ -232,6 +234,7 @@ class ExampleCounts:
     num_non_special_tokens: int = 0
     num_masked_tokens: int = 0
     num_swapped: int = 0
+    num_cut_inside_sentence: int = 0
     span_length_counts: collections.Counter = dataclasses.field(default_factory=collections.Counter)
 
     def add_example(self, example: PretrainingExample, special: bytearray) -> None:
@@ -242,6 +245,7 @@ class ExampleCounts:
         )
         self.num_masked_tokens += len(example.mask_positions)
         self.num_swapped += example.sentence_order_label
+        self.num_cut_inside_sentence += example.cut_inside_sentence
         self.span_length_counts.update(example.span_lengths)
 
     def add_counts(self, other: ExampleCounts) -> None:
@@ -299,6 +303,9 @@ class PretrainingDataSummary(ExampleCounts):
             f"masked tokens:     {self.num_masked_tokens} (rate {self.mask_rate:.2%})",
             f"n-gram spans:      {spans or 'none'}",
             f"label 1 (swapped / random B): {self.sentence_order_balance:.2%}",
+            f"pairs cut inside one sentence: {self.num_cut_inside_sentence} "
+            f"({self.num_cut_inside_sentence / max(1, self.num_examples):.1%}; the rest are "
+            "whole sentences)",
             f"output files:      {len(self.output_files)}",
             f"seconds:           {self.seconds:.1f}",
         ]
@@ -657,6 +664,7 @@ def create_examples_from_document(
                     tokens_a, tokens_b = tokens_b, tokens_a
                     label = 1
             if tokens_a is not None:
+                cut_inside_sentence = len(chunk) == 1 and not random_b
                 _truncate_pair(tokens_a, tokens_b, max_num_tokens, rng)
                 token_ids = [tables.cls_id, *tokens_a, tables.sep_id, *tokens_b, tables.sep_id]
                 segment_ids = [0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1)
@@ -666,8 +674,15 @@ def create_examples_from_document(
                 masked_ids, positions, mask_ids, spans = mask_tokens(token_ids, rng, tables, config)
                 examples.append(
                     PretrainingExample(
-                        masked_ids, segment_ids, token_boundary, positions, mask_ids, label, spans
-                    )
+                        masked_ids,
+                        segment_ids,
+                        token_boundary,
+                        positions,
+                        mask_ids,
+                        label,
+                        spans,
+                        cut_inside_sentence,
+                    )  # fmt: skip
                 )
             chunk = []
             chunk_length = 0

@@ -14,6 +14,7 @@ import tensorflow as tf
 
 from keras_albert.text.pretraining_data import (
     ORIGINAL_FEATURE_NAMES,
+    ExampleCounts,
     PretrainingDataConfig,
     _TokenTables,
     create_examples_from_document,
@@ -400,8 +401,28 @@ def test_one_sentence_chunk_is_split_inside_the_sentence_in_sop_mode(tokenizer):
             earlier, later = (second, first) if example.sentence_order_label else (first, second)
             assert earlier in text and later in text
             assert text.find(earlier) + len(earlier) <= text.find(later)
+            assert example.cut_inside_sentence
             labels.append(example.sentence_order_label)
     assert 0.3 < np.mean(labels) < 0.7
+
+
+def test_pairs_cut_inside_a_sentence_are_counted(tokenizer):
+    """The summary's count of one-sentence cuts: none while every chunk holds several whole
+    sentences (only a document's last chunk can be a lone sentence), all for one long one."""
+    tables, config = tables_and_config(tokenizer, max_seq_length=128, short_seq_prob=0.0)
+    short = [tokenizer.encode(f"Sentence number {i} is short.") for i in range(200)]
+    long = [tokenizer.encode(" ".join(f"word{i}" for i in range(150)))]
+    for sentences, expected_at_most in ((short, 1), (long, None)):
+        counts = ExampleCounts()
+        examples = create_examples_from_document(sentences, random.Random(0), tables, config)
+        for example in examples:
+            counts.add_example(example, tables.special)
+        flagged = sum(example.cut_inside_sentence for example in examples)
+        assert counts.num_cut_inside_sentence == flagged
+        if expected_at_most is None:
+            assert flagged == len(examples) == 1
+        else:
+            assert len(examples) > 5 and flagged <= expected_at_most
 
 
 def test_nsp_mode_takes_b_from_another_document(tokenizer):
