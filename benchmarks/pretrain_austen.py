@@ -29,7 +29,12 @@ import time
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from keras_albert.pipeline import MainJobOptions, plot_curves, run_steps  # noqa: E402
+from keras_albert.pipeline import (  # noqa: E402
+    MainJobOptions,
+    plot_curves,
+    pretraining_options,
+    run_steps,
+)
 
 PRETRAINING_STEPS = ("tokenizer", "pretraining_data", "pretraining")
 
@@ -38,27 +43,24 @@ MAX_PREDICTIONS = 20  # the pipeline's data: PretrainingDataConfig's default
 
 def timed_steps(options: MainJobOptions, minutes: float) -> int:
     """Steps that fit in `minutes` at the speed of a 100-step probe (its second half timed)."""
-    from keras_albert.training.pretraining import PretrainingOptions, pretrain
+    from keras_albert.training.pretraining import pretrain
 
     started = time.perf_counter()
     run_steps(options, PRETRAINING_STEPS[:2])
     config_path = options.path("probe", "albert_config.json")
     os.makedirs(os.path.dirname(config_path), exist_ok=True)
     options.albert_config().to_json(config_path)
-    summary = pretrain(
-        PretrainingOptions(
-            config=config_path,
-            train_data=options.path("pretraining_data", "train-*.tfrecord"),
-            output_dir=options.path("probe", "model"),
-            total_steps=100,
-            batch_size=options.pretrain_batch_size,
-            learning_rate=options.pretrain_learning_rate,
-            strategy="cpu",
-            log_every_steps=50,
-            checkpoint_every_steps=100,
-            jit_compile=False,
-        )
+    # The run's own options, shortened to 100 steps without evaluations.
+    probe = dataclasses.replace(
+        pretraining_options(dataclasses.replace(options, pretrain_steps=100)),
+        config=config_path,
+        output_dir=options.path("probe", "model"),
+        eval_data=None,
+        eval_every_steps=None,
+        log_every_steps=50,
+        checkpoint_every_steps=100,
     )
+    summary = pretrain(probe)
     seconds_per_step = summary["last_epoch_seconds"] / 50
     remaining = minutes * 60 - (time.perf_counter() - started)
     # ~15% of the budget is left for evaluations and checkpoints.

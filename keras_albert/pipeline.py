@@ -155,22 +155,19 @@ def run_steps(options: MainJobOptions, names: tuple[str, ...]) -> dict:
     unknown = [name for name in names if name not in STEPS]
     if unknown:
         raise ValueError(f"Unknown steps {unknown}; the steps are {list(STEPS)}.")
-    steps = [step for step in _steps(options) if step[0] in names]
+    train_files, held_out_files = _corpus(options)  # a missing corpus fails before any step
+    steps = [step for step in _steps(options, train_files, held_out_files) if step[0] in names]
     os.makedirs(options.work_dir, exist_ok=True)
-    _corpus(options)  # a missing corpus fails before any step
     return {
         name: _step(options, number, len(steps), name, run)
         for number, (name, run) in enumerate(steps, start=1)
     }
 
 
-def _steps(options: MainJobOptions) -> list:
-    def corpus():
-        return _corpus(options)
-
+def _steps(options: MainJobOptions, train_files: list[str], held_out_files: list[str]) -> list:
     return [
-        ("tokenizer", lambda: _train_tokenizer(options, corpus()[0])),
-        ("pretraining_data", lambda: _pretraining_data(options, *corpus())),
+        ("tokenizer", lambda: _train_tokenizer(options, train_files)),
+        ("pretraining_data", lambda: _pretraining_data(options, train_files, held_out_files)),
         ("pretraining", lambda: _pretrain(options)),
         ("finetuning", lambda: _finetune(options)),
         ("export", lambda: _export(options)),
@@ -258,36 +255,41 @@ def _pretraining_data(options, train_files, held_out_files) -> dict:
 
 
 def _pretrain(options: MainJobOptions) -> dict:
-    from keras_albert.training.pretraining import PretrainingOptions, pretrain
+    from keras_albert.training.pretraining import pretrain
 
-    config_path = options.path("pretraining", "albert_config.json")
-    os.makedirs(os.path.dirname(config_path), exist_ok=True)
-    options.albert_config().to_json(config_path)
+    run_options = pretraining_options(options)
+    os.makedirs(os.path.dirname(run_options.config), exist_ok=True)
+    options.albert_config().to_json(run_options.config)
+    summary = pretrain(run_options)
+    return {"output_dir": run_options.output_dir, "summary": summary}
+
+
+def pretraining_options(options: MainJobOptions):
+    """The job's `PretrainingOptions` (its config file is written by the pretraining step)."""
+    from keras_albert.training.pretraining import PretrainingOptions
+
     # Checkpoints and evaluations fall on log boundaries (the driver's Keras epochs).
     log_every = max(options.pretrain_steps // 40, 10)
     every = options.pretrain_steps // options.pretrain_evaluations
     every = log_every * max(1, every // log_every)
-    summary = pretrain(
-        PretrainingOptions(
-            config=config_path,
-            train_data=options.path("pretraining_data", "train-*.tfrecord"),
-            eval_data=options.path("pretraining_data", "eval-*.tfrecord"),
-            output_dir=options.path("pretraining", "model"),
-            vocabulary=_tokenizer_path(options),
-            total_steps=options.pretrain_steps,
-            batch_size=options.pretrain_batch_size,
-            learning_rate=options.pretrain_learning_rate,
-            sentence_order_loss_weight=options.pretrain_sop_loss_weight,
-            warmup_steps=max(options.pretrain_steps // 10, 1),
-            strategy="cpu",
-            log_every_steps=log_every,
-            checkpoint_every_steps=every,
-            eval_every_steps=every,
-            jit_compile=False,
-            seed=options.seed,
-        )
+    return PretrainingOptions(
+        config=options.path("pretraining", "albert_config.json"),
+        train_data=options.path("pretraining_data", "train-*.tfrecord"),
+        eval_data=options.path("pretraining_data", "eval-*.tfrecord"),
+        output_dir=options.path("pretraining", "model"),
+        vocabulary=_tokenizer_path(options),
+        total_steps=options.pretrain_steps,
+        batch_size=options.pretrain_batch_size,
+        learning_rate=options.pretrain_learning_rate,
+        sentence_order_loss_weight=options.pretrain_sop_loss_weight,
+        warmup_steps=max(options.pretrain_steps // 10, 1),
+        strategy="cpu",
+        log_every_steps=log_every,
+        checkpoint_every_steps=every,
+        eval_every_steps=every,
+        jit_compile=False,
+        seed=options.seed,
     )
-    return {"output_dir": options.path("pretraining", "model"), "summary": summary}
 
 
 def _finetune(options: MainJobOptions) -> dict:

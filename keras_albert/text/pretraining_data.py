@@ -638,6 +638,7 @@ def create_examples_from_document(
         if i == len(sentences) - 1 or chunk_length >= target:
             a_end = rng.randint(1, len(chunk) - 1) if len(chunk) >= 2 else 1
             random_b = config.task == "nsp" and partner and rng.random() < 0.5
+            cut_inside_sentence = False
             if random_b:
                 tokens_a = [t for s in chunk[:a_end] for t in s]
                 target_b = max(1, target - len(tokens_a))
@@ -659,12 +660,12 @@ def create_examples_from_document(
                         tokens_a = tokens_b = None
                     else:
                         tokens_a, tokens_b = list(pair[0]), list(pair[1])
+                        cut_inside_sentence = True
                 label = 0
                 if tokens_a is not None and config.task == "sop" and rng.random() < 0.5:
                     tokens_a, tokens_b = tokens_b, tokens_a
                     label = 1
             if tokens_a is not None:
-                cut_inside_sentence = len(chunk) == 1 and not random_b
                 _truncate_pair(tokens_a, tokens_b, max_num_tokens, rng)
                 token_ids = [tables.cls_id, *tokens_a, tables.sep_id, *tokens_b, tables.sep_id]
                 segment_ids = [0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1)
@@ -682,7 +683,7 @@ def create_examples_from_document(
                         label,
                         spans,
                         cut_inside_sentence,
-                    )  # fmt: skip
+                    )
                 )
             chunk = []
             chunk_length = 0

@@ -298,7 +298,7 @@ def pretrain(options: PretrainingOptions) -> dict:
     policy = choose_precision_policy(strategy, options.precision)
     validation, eval_counts = None, {}
     if options.eval_data is not None:
-        validation, eval_counts = _eval_dataset(options, layout, masking, strategy)
+        validation, eval_counts = _eval_dataset(options, eval_layout, masking, strategy)
     with strategy.scope():
         model = AlbertPretrainer(AlbertBackbone.from_albert_config(config, dtype=policy))
         schedule = WarmupPolynomialDecay(
@@ -466,7 +466,7 @@ def _pass_seed(seed: int, index):
     return tf.cast(seed, tf.int64) * 1_000_003 + index
 
 
-def _eval_dataset(options, layout, masking, strategy) -> tuple[tf.data.Dataset, dict]:
+def _eval_dataset(options, eval_layout, masking, strategy) -> tuple[tf.data.Dataset, dict]:
     """The held-out batches and how many records they hold (and leave out).
 
     Every record is evaluated: the last batch is a partial one, except on a TPU, whose shapes
@@ -475,7 +475,7 @@ def _eval_dataset(options, layout, masking, strategy) -> tuple[tf.data.Dataset, 
     find the end (with static batch shapes and without XLA, that extra call adds a phantom
     batch to Keras's mean `loss`: measured with Keras 3.15 and TensorFlow 2.21).
     """
-    files = list(inspect_records(options.eval_data, "eval_data").files)
+    files = list(eval_layout.files)
     num_records = count_records(files)
     static = isinstance(strategy, tf.distribute.TPUStrategy)
     num_batches = (num_records // options.batch_size if static
@@ -490,8 +490,8 @@ def _eval_dataset(options, layout, masking, strategy) -> tuple[tf.data.Dataset, 
     dataset = make_pretraining_dataset(
         files,
         options.batch_size,
-        layout.sequence_length,
-        layout.max_predictions_per_seq,
+        eval_layout.sequence_length,
+        eval_layout.max_predictions_per_seq,
         shuffle=False,
         seed=options.seed,
         dynamic_masking=masking,
@@ -560,12 +560,9 @@ class _StepLogs(keras.callbacks.Callback):
         self.last_epoch_seconds = time.perf_counter() - self._epoch_started
         if logs is None:
             return
-        for prefix in ("", "val_"):
-            for keras_name in _DROPPED_LOGS:
-                logs.pop(prefix + keras_name, None)
-            for keras_name, name in _LOG_NAMES.items():
-                if prefix + keras_name in logs:
-                    logs[prefix + name] = logs.pop(prefix + keras_name)
+        renamed = _with_our_names(logs)  # in place: the later callbacks get the same dict
+        logs.clear()
+        logs.update(renamed)
         optimizer = self.model.optimizer
         # The rate the last update used: the schedule at iterations - 1.
         step = int(optimizer.iterations.numpy())
@@ -862,9 +859,19 @@ def _atomic_save(model: keras.Model, path: str) -> None:
     os.replace(temporary, path)
 
 
+def _with_our_names(logs: dict) -> dict:
+    """Keras's logs (`val_` ones too) under our names, without Keras's per-output losses."""
+    renamed = {}
+    for key, value in logs.items():
+        prefix = "val_" if key.startswith("val_") else ""
+        keras_name = key.removeprefix(prefix)
+        if keras_name not in _DROPPED_LOGS:
+            renamed[prefix + _LOG_NAMES.get(keras_name, keras_name)] = value
+    return renamed
+
+
 def _renamed(logs: dict) -> dict:
-    kept = {k: v for k, v in logs.items() if k not in _DROPPED_LOGS}
-    return {_LOG_NAMES.get(k, k): float(np.asarray(v)) for k, v in kept.items()}
+    return {k: float(np.asarray(v)) for k, v in _with_our_names(logs).items()}
 
 
 def _require_int(name: str, value, low: int) -> None:
