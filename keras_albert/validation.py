@@ -1,6 +1,7 @@
 """Argument checks shared by configs and layers (stdlib only): errors name value and expectation."""
 
 import numbers
+import os
 
 ACTIVATIONS = ("gelu_approximate", "gelu", "relu", "tanh", "silu")
 
@@ -28,3 +29,54 @@ def require_one_of(name: str, value, allowed) -> None:
         raise ValueError(
             f"`{name}` must be one of {', '.join(map(repr, allowed))}. Received: {name}={value!r}"
         )
+
+
+def require_int(name: str, value, minimum: int | None = None, *, optional: bool = False) -> None:
+    """An integer (not a bool), at least `minimum` when given; `None` passes if `optional`."""
+    if optional and value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"`{name}` must be an integer. Received: {name}={value!r}")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"`{name}` must be an integer >= {minimum}. Received: {name}={value!r}")
+
+
+def require_number(
+    name: str,
+    value,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    *,
+    exclusive_minimum: bool = False,
+    optional: bool = False,
+) -> None:
+    """A real number (not a bool) in [minimum, maximum] (or (minimum, …] if exclusive)."""
+    if optional and value is None:
+        return
+    low = "(" if exclusive_minimum else "["
+    span = (
+        f"{low}{'-inf' if minimum is None else minimum}, {'inf' if maximum is None else maximum}]"
+    )
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"`{name}` must be a number in {span}. Received: {name}={value!r}")
+    below = minimum is not None and (value <= minimum if exclusive_minimum else value < minimum)
+    above = maximum is not None and value > maximum
+    if below or above or value != value:  # value != value: NaN
+        raise ValueError(f"`{name}` must be a number in {span}. Received: {name}={value!r}")
+
+
+def require_file(name: str, path) -> None:
+    """An existing file: "not found" when nothing is there, "not a file" for a directory."""
+    if path is None or not os.path.exists(path):
+        raise ValueError(f"`{name}` must be an existing file; not found. Received: {name}={path!r}")
+    if not os.path.isfile(path):
+        raise ValueError(f"`{name}` must be a file, not a directory. Received: {name}={path!r}")
+
+
+def require_exclusive(**values) -> None:
+    """At most one of the named values is given (not None)."""
+    given = {name: value for name, value in values.items() if value is not None}
+    if len(given) > 1:
+        names = ", ".join(f"`{name}`" for name in values)
+        received = ", ".join(f"{name}={value!r}" for name, value in given.items())
+        raise ValueError(f"At most one of {names} must be given. Received: {received}")

@@ -1,0 +1,175 @@
+"""One binder from option dataclasses to argparse, shared by every tool in `tools/` (stdlib only).
+
+A field is a flag: `sequence_length` → `--sequence-length`. The flag's type follows the field's
+annotation, its default IS the dataclass default (written once, in the dataclass), its help is
+the field's entry in the class docstring's `Args:` section. Fields without a default are
+required flags. Flags of the original google-research/albert tools are accepted as documented
+aliases (`aliases={"sequence_length": ("--max_seq_length",)}`).
+
+    parser = argparse.ArgumentParser()
+    add_options(parser, PretrainingOptions, aliases={"seed": ("--random_seed",)})
+    options = options_from_args(parser.parse_args(), PretrainingOptions)
+
+Annotations understood: `int`, `float`, `str`, `bool` (`--x` / `--no-x`), `X | None`,
+`tuple[str, ...]` (comma-separated), `Literal[...]` (choices), and `bool | str` fields whose
+metadata gives `{"parse": function}`. A field's metadata may also give `"choices"`, `"nargs"`,
+`"metavar"` or `"flag": False` (not on the command line: set by the tool).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import re
+import types
+import typing
+
+_ARGS_HEADER = re.compile(r"^\s*Args:\s*$")
+_ENTRY = re.compile(r"^(\s*)([A-Za-z_][A-Za-z0-9_]*(?:\s*,\s*[A-Za-z_][A-Za-z0-9_]*)*):\s?(.*)$")
+
+
+def flag_name(field_name: str) -> str:
+    """`sequence_length` → `--sequence-length`: the one flag style of every tool."""
+    return "--" + field_name.replace("_", "-")
+
+
+def field_docs(options_class: type) -> dict[str, str]:
+    """The `Args:` entries of a class docstring, by field name, as one line of text each.
+
+    An entry naming several fields (`learning_rate, batch_size: override the recipe.`) gives
+    its text to each of them.
+    """
+    lines = (options_class.__doc__ or "").splitlines()
+    docs: dict[str, str] = {}
+    inside, entry_indent, names = False, None, ()
+    for line in lines:
+        if not inside:
+            inside = bool(_ARGS_HEADER.match(line))
+            continue
+        if not line.strip():
+            continue
+        indent = len(line) - len(line.lstrip())
+        match = _ENTRY.match(line)
+        if match and (entry_indent is None or indent == entry_indent):
+            entry_indent = indent
+            names = tuple(name.strip() for name in match.group(2).split(","))
+            for name in names:
+                docs[name] = match.group(3).strip()
+        elif entry_indent is not None and indent > entry_indent and names:
+            for name in names:
+                docs[name] = f"{docs[name]} {line.strip()}".strip()
+        else:
+            break  # the end of the Args: section
+    return docs
+
+
+def _flag_fields(options_class: type) -> list[dataclasses.Field]:
+    return [f for f in dataclasses.fields(options_class) if f.metadata.get("flag", True)]
+
+
+def _comma_separated(text: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def _argument_kwargs(field: dataclasses.Field, annotation) -> dict:
+    """argparse keywords for one field, from its annotation and metadata."""
+    kwargs: dict = {}
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        # `X | None`: the flag is X; not giving it keeps the dataclass default.
+        members = [a for a in typing.get_args(annotation) if a is not type(None)]
+        annotation = members[0] if len(members) == 1 else annotation
+        origin = typing.get_origin(annotation)
+    if "parse" in field.metadata:
+        kwargs["type"] = field.metadata["parse"]
+    elif annotation is bool:
+        kwargs["action"] = argparse.BooleanOptionalAction
+    elif origin is typing.Literal:
+        kwargs["choices"] = typing.get_args(annotation)
+    elif origin is tuple:
+        kwargs["type"] = _comma_separated
+        kwargs["metavar"] = "A,B,..."
+    elif annotation in (int, float, str):
+        kwargs["type"] = annotation
+    else:
+        raise TypeError(
+            f"`{field.name}` has an annotation the binder does not know: {annotation!r}; give "
+            "its field metadata a 'parse' function or 'flag': False."
+        )
+    for key in ("choices", "nargs", "metavar"):
+        if key in field.metadata:
+            kwargs[key] = field.metadata[key]
+    return kwargs
+
+
+def add_options(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+    options_class: type,
+    *,
+    aliases: dict[str, tuple[str, ...]] | None = None,
+    exclude: tuple[str, ...] = (),
+) -> None:
+    """Adds one flag per field of `options_class` (and the given aliases) to `parser`.
+
+    Args:
+        parser: an `argparse.ArgumentParser` or argument group.
+        options_class: a dataclass whose docstring documents its fields under `Args:`.
+        aliases: extra flag spellings per field (e.g. the original tool's `--max_seq_length`);
+            they are listed in the flag's help.
+        exclude: fields the tool sets itself (they get no flag).
+    """
+    aliases = dict(aliases or {})
+    hints = typing.get_type_hints(options_class)
+    docs = field_docs(options_class)
+    names = {f.name for f in dataclasses.fields(options_class)}
+    unknown = sorted(set(aliases) - names)
+    if unknown:
+        raise ValueError(
+            f"`aliases` must name fields of {options_class.__name__}. Received: aliases={unknown}"
+        )
+    for field in _flag_fields(options_class):
+        if field.name in exclude:
+            continue
+        kwargs = _argument_kwargs(field, hints[field.name])
+        help_text = docs.get(field.name, "").replace("%", "%%")
+        spellings = (flag_name(field.name), *aliases.get(field.name, ()))
+        if aliases.get(field.name):
+            help_text += f" (also: {', '.join(aliases[field.name])})"
+        if field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
+            kwargs["required"] = True
+        else:
+            default = (
+                field.default
+                if field.default is not dataclasses.MISSING
+                else field.default_factory()
+            )
+            kwargs["default"] = default
+            if default is not None and kwargs.get("action") is not argparse.BooleanOptionalAction:
+                help_text += " (default: %(default)s)"
+        parser.add_argument(*spellings, dest=field.name, help=help_text.strip(), **kwargs)
+
+
+def options_from_args(args: argparse.Namespace, options_class: type, **overrides):
+    """The dataclass built from parsed flags (fields without a flag come from `overrides`)."""
+    values = {
+        f.name: getattr(args, f.name) for f in _flag_fields(options_class) if hasattr(args, f.name)
+    }
+    values.update(overrides)
+    return options_class(**values)
+
+
+def option_flags(parser: argparse.ArgumentParser) -> dict[str, tuple[str, ...]]:
+    """Every flag spelling of `parser`, by destination (for tests and help pages)."""
+    flags: dict[str, tuple[str, ...]] = {}
+    for action in parser._actions:
+        if action.option_strings and action.dest != "help":
+            flags[action.dest] = flags.get(action.dest, ()) + tuple(action.option_strings)
+    return flags
+
+
+def parse_bool_or_auto(text: str):
+    """`auto` / `true` / `false` (any case) → "auto" / True / False: e.g. `jit_compile`."""
+    choices = {"auto": "auto", "true": True, "false": False}
+    if text.lower() not in choices:
+        raise argparse.ArgumentTypeError(f"expected auto, true or false. Received: {text!r}")
+    return choices[text.lower()]

@@ -1,0 +1,34 @@
+"""The check every tool's flag test uses: one flag per option field, defaults written once."""
+
+import argparse
+import dataclasses
+
+from keras_albert.cli import flag_name, option_flags
+
+
+def check_tool_flags(
+    parser: argparse.ArgumentParser,
+    options_class: type,
+    aliases: dict[str, tuple[str, ...]] | None = None,
+    exclude: tuple[str, ...] = (),
+    tool_flags: tuple[str, ...] = (),
+) -> None:
+    """Every field of `options_class` (but `exclude`) has exactly its flag plus `aliases`, and
+    the parser's default is the dataclass default; any other flag is one of `tool_flags`."""
+    aliases = aliases or {}
+    flags = option_flags(parser)
+    defaults = {action.dest: action.default for action in parser._actions}
+    fields = [
+        f
+        for f in dataclasses.fields(options_class)
+        if f.metadata.get("flag", True) and f.name not in exclude
+    ]
+    for field in fields:
+        expected = {flag_name(field.name), *aliases.get(field.name, ())}
+        if field.type in (bool, "bool"):
+            expected.add("--no-" + flag_name(field.name)[2:])
+        assert set(flags.get(field.name, ())) == expected, (field.name, flags.get(field.name))
+        if field.default is not dataclasses.MISSING:
+            assert defaults[field.name] == field.default, (field.name, defaults[field.name])
+    extra = set(flags) - {f.name for f in fields}
+    assert extra <= set(tool_flags), f"flags that are no option field: {sorted(extra)}"
