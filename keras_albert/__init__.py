@@ -1,5 +1,8 @@
 """keras_albert: ALBERT (Lan et al., 2020, arXiv:1909.11942) for Keras 3 on TensorFlow."""
 
+# First: TensorFlow without its start-up log lines (KERAS_ALBERT_VERBOSE=1 shows them).
+from keras_albert import _startup  # noqa: F401  isort: skip
+
 from keras_albert.config import PRESETS, AlbertConfig, get_preset
 from keras_albert.models import AlbertBackbone, AlbertClassifier, AlbertPretrainer
 

@@ -1,5 +1,6 @@
-"""One binder from option dataclasses to argparse, shared by every tool in `tools/` (stdlib only).
+"""What every tool in `tools/` shares (stdlib only until a tool asks for TensorFlow).
 
+One binder from option dataclasses to argparse:
 A field is a flag: `sequence_length` → `--sequence-length`. The flag's type follows the field's
 annotation, its default IS the dataclass default (written once, in the dataclass), its help is
 the field's entry in the class docstring's `Args:` section. Fields without a default are
@@ -9,6 +10,10 @@ aliases (`aliases={"sequence_length": ("--max_seq_length",)}`).
     parser = argparse.ArgumentParser()
     add_options(parser, PretrainingOptions, aliases={"seed": ("--random_seed",)})
     options = options_from_args(parser.parse_args(), PretrainingOptions)
+
+`run_tool(main)` runs a tool: a user error is ONE line `error: …` on stderr (exit 1, or 2 for
+usage), Ctrl-C one line; `--debug` shows the traceback. (TensorFlow's start-up lines are silenced by
+`import keras_albert` itself: see `keras_albert/_startup.py`.)
 
 Annotations understood: `int`, `float`, `str`, `bool` (`--x` / `--no-x`), `X | None`,
 `tuple[str, ...]` (comma-separated), `Literal[...]` (choices), and `bool | str` fields whose
@@ -20,7 +25,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import re
+import sys
 import types
 import typing
 
@@ -173,3 +180,56 @@ def parse_bool_or_auto(text: str):
     if text.lower() not in choices:
         raise argparse.ArgumentTypeError(f"expected auto, true or false. Received: {text!r}")
     return choices[text.lower()]
+
+
+# ------------------------------------------------------------------------------------------
+# Running a tool: quiet start-up, one-line errors.
+
+DEBUG_ENVIRONMENT_VARIABLE = "KERAS_ALBERT_DEBUG"
+
+
+class ToolError(Exception):
+    """A failure the user can fix, with its own exit status (1: runtime, 2: usage)."""
+
+    def __init__(self, message: str, exit_status: int = 1):
+        super().__init__(message)
+        self.exit_status = exit_status
+
+
+# What a user's mistake raises (bad value, missing or wrong file): one line, no traceback.
+USER_ERRORS = (ValueError, FileNotFoundError, FileExistsError, NotADirectoryError, ToolError)
+
+
+def run_tool(main, argv: list[str] | None = None) -> None:
+    """Runs `main(argv)` as a command: user errors print ONE line `error: …` and exit 1 (2 for
+    `ToolError(..., 2)`), Ctrl-C prints one line and exits 130. `--debug` anywhere in argv (or
+    the environment variable KERAS_ALBERT_DEBUG=1) shows the traceback instead.
+
+    `main` returns an exit status (None = 0).
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv or os.environ.get(DEBUG_ENVIRONMENT_VARIABLE, "") not in ("", "0")
+    argv = [arg for arg in argv if arg != "--debug"]
+    try:
+        status = main(argv)
+    except KeyboardInterrupt as interrupt:
+        if debug:
+            raise
+        message = str(interrupt) or "stopped"
+        print(f"interrupted: {message}", file=sys.stderr)
+        sys.exit(130)
+    except USER_ERRORS as error:
+        if debug:
+            raise
+        print(f"error: {_one_line(error)}", file=sys.stderr)
+        sys.exit(getattr(error, "exit_status", 1))
+    sys.exit(status or 0)
+
+
+def _one_line(error: BaseException) -> str:
+    text = (
+        str(error)
+        if not isinstance(error, OSError) or not error.filename
+        else (f"{error.strerror}: {error.filename}")
+    )
+    return " ".join(text.split()) or type(error).__name__

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 from typing import Literal
 
 import pytest
@@ -103,3 +104,73 @@ def test_check_tool_flags_fails_on_a_second_spelling_or_a_changed_default():
 def test_unknown_alias_is_refused():
     with pytest.raises(ValueError, match="aliases"):
         _parser(aliases={"seq_len": ("--max_seq_length",)})
+
+
+def _exit_of(main, argv, capsys):
+    from keras_albert.cli import run_tool
+
+    with pytest.raises(SystemExit) as exit_info:
+        run_tool(main, argv)
+    return exit_info.value.code, capsys.readouterr().err
+
+
+def test_run_tool_user_errors_are_one_line(capsys):
+    from keras_albert.cli import ToolError
+
+    def bad_value(argv):
+        raise ValueError("`sequence_length` must be an integer >= 3.\nReceived: sequence_length=1")
+
+    status, err = _exit_of(bad_value, [], capsys)
+    assert status == 1
+    assert err == "error: `sequence_length` must be an integer >= 3. Received: sequence_length=1\n"
+
+    def missing(argv):
+        open("/nonexistent/corpus.txt")
+
+    status, err = _exit_of(missing, [], capsys)
+    assert (status, err) == (1, "error: No such file or directory: /nonexistent/corpus.txt\n")
+
+    def usage(argv):
+        raise ToolError("give --train-data", 2)
+
+    assert _exit_of(usage, [], capsys) == (2, "error: give --train-data\n")
+
+
+def test_run_tool_interrupt_status_and_debug(capsys):
+    def interrupted(argv):
+        raise KeyboardInterrupt("the last checkpoint is runs/x/ckpt-40; rerun to resume")
+
+    status, err = _exit_of(interrupted, [], capsys)
+    assert status == 130
+    assert err.count("\n") == 1 and "ckpt-40" in err
+
+    def bad(argv):
+        assert "--debug" not in argv
+        raise ValueError("bad")
+
+    from keras_albert.cli import run_tool
+
+    with pytest.raises(ValueError, match="bad"):
+        run_tool(bad, ["--debug"])
+    assert _exit_of(lambda argv: 3, [], capsys)[0] == 3
+    assert _exit_of(lambda argv: None, [], capsys)[0] == 0
+
+
+def test_quiet_tensorflow_hides_start_up_lines():
+    import subprocess
+    import sys
+
+    code = "import keras_albert, tensorflow as tf; print(int(tf.constant(1) + 1))"
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("TF_CPP")}
+    environment.pop("KERAS_ALBERT_VERBOSE", None)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=environment
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "2\n"
+    assert result.stderr == "", result.stderr
+    environment["KERAS_ALBERT_VERBOSE"] = "1"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=environment
+    )
+    assert result.stderr != ""  # the switch shows them again

@@ -1,0 +1,43 @@
+"""Imports TensorFlow without its start-up lines; imported first by `keras_albert/__init__.py`.
+
+TensorFlow's C++ runtime writes `I0000 … cudart_stub`, `E0000 … failed call to cuInit` (on
+machines without a GPU: not an error) and oneDNN notes to file descriptor 2 while it loads,
+before Python can filter anything. Unless `KERAS_ALBERT_VERBOSE=1` is set (or TensorFlow is
+already imported), stderr points at /dev/null while TensorFlow loads and initializes its
+devices, and TF_CPP_MIN_LOG_LEVEL defaults to 3. Python exceptions still propagate.
+"""
+
+import os
+import sys
+
+VERBOSE_ENVIRONMENT_VARIABLE = "KERAS_ALBERT_VERBOSE"
+
+
+def verbose() -> bool:
+    return os.environ.get(VERBOSE_ENVIRONMENT_VARIABLE, "") not in ("", "0")
+
+
+def quiet_tensorflow_import() -> None:
+    os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+    if verbose() or "tensorflow" in sys.modules:
+        return
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    try:
+        import tensorflow as tf
+
+        tf.constant(0)  # the device set-up logs its own lines on first use
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+    import absl.logging
+
+    absl.logging.set_verbosity(absl.logging.ERROR)
+    tf.get_logger().setLevel("ERROR")
+
+
+quiet_tensorflow_import()
