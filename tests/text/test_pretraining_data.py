@@ -524,3 +524,29 @@ def test_documents_are_read_lazily(tmp_path):
     documents = iter_documents(files(), PretrainingDataConfig(document_split="file"))
     assert next(documents).texts == ["One document."]
     assert opened == [first]
+
+
+def test_a_failed_run_leaves_no_shard_behind(tokenizer, tmp_path):
+    """Shards appear only complete: a run that fails midway leaves neither shards nor parts."""
+    path = write(tmp_path / "p.txt", open(os.path.join(AUSTEN, "persuasion.txt")).read()[:20_000])
+    config = PretrainingDataConfig(sequence_length=64, dupe_factor=1, write_shuffle_buffer=1)
+    seen = []
+
+    def fail_on_the_third(example):
+        seen.append(example)
+        if len(seen) == 3:
+            raise RuntimeError("stop")
+
+    prefix = str(tmp_path / "out" / "x")
+    with pytest.raises(RuntimeError, match="stop"):
+        create_pretraining_data(
+            [path], prefix, tokenizer, config, num_shards=2, progress=False,
+            on_example=fail_on_the_third,
+        )  # fmt: skip
+    assert os.listdir(tmp_path / "out") == []
+    summary = create_pretraining_data(
+        [path], prefix, tokenizer, config, num_shards=2, progress=False
+    )
+    assert sorted(os.listdir(tmp_path / "out")) == [
+        os.path.basename(p) for p in summary.output_files
+    ]

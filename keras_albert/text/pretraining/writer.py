@@ -193,9 +193,6 @@ def create_pretraining_data(
     total_bytes = sum(os.path.getsize(f) for f in files)
     tasks = _tasks(iter_documents(files, config, summary), config)
 
-    paths = shard_paths(output_prefix, num_shards)
-    os.makedirs(os.path.dirname(os.path.abspath(output_prefix)), exist_ok=True)
-    writers = [tf.io.TFRecordWriter(p) for p in paths]
     shuffle_rng = random.Random(f"{config.seed}/write")
     buffer: list[tuple[bytes, PretrainingExample | None]] = []
     num_written = 0
@@ -207,29 +204,36 @@ def create_pretraining_data(
         if on_example is not None:
             on_example(example)
 
-    if num_workers == 1:
-        _init_worker(tokenizer, config, on_example is not None)
-        results = map(_process_document, tasks)
-        pool = None
-    else:
-        # A forked worker inherits the built tokenizer (Pool arguments are not pickled then).
-        source = tokenizer if start_method == "fork" else factory or tokenizer
-        if start_method != "fork":
-            try:
-                pickle.dumps(source)
-            except Exception as error:
-                raise TypeError(
-                    "`tokenizer` must be picklable to reach the worker processes; it cannot be "
-                    f"pickled ({error}): pass a picklable factory of it instead, e.g. "
-                    "functools.partial(TokenizerClass, ...), use start_method='fork' or "
-                    f"num_workers=1. Received: tokenizer of type {type(source).__name__}"
-                ) from error
-        worker_args = (source, config, on_example is not None)
-        context = multiprocessing.get_context(start_method)
-        pool = context.Pool(num_workers, initializer=_init_worker, initargs=worker_args)
-        results = ordered_bounded_map(pool, _process_document, tasks, 4 * num_workers)
+    # A forked worker inherits the built tokenizer (Pool arguments are not pickled then).
+    source = tokenizer if start_method == "fork" else factory or tokenizer
+    if num_workers > 1 and start_method != "fork":
+        try:
+            pickle.dumps(source)
+        except Exception as error:
+            raise TypeError(
+                "`tokenizer` must be picklable to reach the worker processes; it cannot be "
+                f"pickled ({error}): pass a picklable factory of it instead, e.g. "
+                "functools.partial(TokenizerClass, ...), use start_method='fork' or "
+                f"num_workers=1. Received: tokenizer of type {type(source).__name__}"
+            ) from error
+    paths = shard_paths(output_prefix, num_shards)
+    os.makedirs(os.path.dirname(os.path.abspath(output_prefix)), exist_ok=True)
+    # Shards are written under temporary names and renamed once all are complete, so a glob of
+    # `*.tfrecord` never matches a half-written file.
+    partial_paths = [f"{p}.incomplete" for p in paths]
+    writers = [tf.io.TFRecordWriter(p) for p in partial_paths]
     bar = tqdm(total=total_bytes, unit="B", unit_scale=True, disable=not progress)
+    pool = None
+    finished = False
     try:
+        if num_workers == 1:
+            _init_worker(tokenizer, config, on_example is not None)
+            results = map(_process_document, tasks)
+        else:
+            worker_args = (source, config, on_example is not None)
+            context = multiprocessing.get_context(start_method)
+            pool = context.Pool(num_workers, initializer=_init_worker, initargs=worker_args)
+            results = ordered_bounded_map(pool, _process_document, tasks, 4 * num_workers)
         for stats, records, num_bytes in results:
             summary.merge_document(stats)
             for item in records:
@@ -244,12 +248,18 @@ def create_pretraining_data(
         shuffle_rng.shuffle(buffer)
         for item in buffer:
             write(*item)
+        finished = True
     finally:
         bar.close()
         if pool is not None:
             pool.terminate()
         for writer in writers:
             writer.close()
+        for partial, path in zip(partial_paths, paths, strict=True):
+            if finished:
+                os.replace(partial, path)
+            elif os.path.exists(partial):
+                os.remove(partial)
     summary.output_files = paths
     summary.seconds = time.perf_counter() - started
     return summary
