@@ -2,7 +2,7 @@
 
     PYTHONPATH=. python benchmarks/pretraining_data_throughput.py [--dupe_factor 1]
 
-For max_seq_length 128 and 512 and 1 vs 2 worker processes: wall seconds, examples/s,
+For sequence_length 128 and 512 and 1 vs 2 worker processes: wall seconds, examples/s,
 sentences/s, input MB/s and the 2-process speed-up; the end-to-end time includes reading,
 sentence splitting, tokenization, masking, serialization and TFRecord writing (and, with workers,
 starting them). CPU seconds of the main process and of the workers show the serial share: the
@@ -21,7 +21,7 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from keras_albert.text.pretraining_data import (  # noqa: E402
+from keras_albert.text.pretraining import (  # noqa: E402
     PretrainingDataConfig,
     create_pretraining_data,
 )
@@ -52,12 +52,12 @@ def main():
         f"dupe_factor {args.dupe_factor}, start_method {args.start_method}"
     )
     print(
-        "max_seq_length  workers  seconds  examples  examples/s  sentences/s  MB/s  speed-up"
+        "sequence_length  workers  seconds  examples  examples/s  sentences/s  MB/s  speed-up"
         "  main_cpu_s  worker_cpu_s  examples/cpu_s"
     )
     with tempfile.TemporaryDirectory() as directory:
         for length in args.lengths:
-            config = PretrainingDataConfig(max_seq_length=length, dupe_factor=args.dupe_factor)
+            config = PretrainingDataConfig(sequence_length=length, dupe_factor=args.dupe_factor)
             baseline = None
             for workers in args.workers:
                 main_cpu = time.process_time()
@@ -78,7 +78,7 @@ def main():
                 seconds = summary.seconds
                 baseline = baseline or seconds
                 print(
-                    f"{length:14d}  {workers:7d}  {seconds:7.2f}  {summary.num_examples:8d}  "
+                    f"{length:15d}  {workers:7d}  {seconds:7.2f}  {summary.num_examples:8d}  "
                     f"{summary.num_examples / seconds:10.0f}  "
                     f"{summary.num_sentences * args.dupe_factor / seconds:11.0f}  "
                     f"{num_bytes / 1e6 / seconds:4.2f}  {baseline / seconds:8.2f}"

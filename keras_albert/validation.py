@@ -80,3 +80,21 @@ def require_exclusive(**values) -> None:
         names = ", ".join(f"`{name}`" for name in values)
         received = ", ".join(f"{name}={value!r}" for name, value in given.items())
         raise ValueError(f"At most one of {names} must be given. Received: {received}")
+
+
+def require_pattern(name: str, value) -> None:
+    """A string that compiles as a Python regular expression."""
+    import re
+
+    try:
+        re.compile(value)
+    except (re.error, TypeError) as error:
+        raise ValueError(
+            f"`{name}` must be a regular expression ({error}). Received: {name}={value!r}"
+        ) from None
+
+
+def require_index(name: str, value, size: int) -> None:
+    """An integer in [0, size): an id of a vocabulary of `size` entries, say."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 0 <= value < size:
+        raise ValueError(f"`{name}` must be an integer in [0, {size}). Received: {name}={value!r}")

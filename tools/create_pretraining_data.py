@@ -1,11 +1,26 @@
 """Raw text → sharded ALBERT pretraining TFRecords (the original's feature layout).
 
-    python tools/create_pretraining_data.py --input data/corpus/janeaustenr \
-        --output_prefix runs/data/austen --spm_model tests/data/30k-clean.model \
-        --max_seq_length 128 --dupe_factor 10 --num_workers 2 --num_shards 8
+    python tools/create_pretraining_data.py --inputs data/corpus/janeaustenr \
+        --output-dir runs/data --sentencepiece-model tests/data/30k-clean.model \
+        --sequence-length 128 --dupe-factor 10 --num-workers 2 --num-shards 8
 
+Writes `{output_dir}/{file_prefix}-0000i-of-0000N.tfrecord` and prints the summary (counts, mask
+rate, n-gram shares, label balance, skipped inputs); exits 1 when no example was written.
 Defaults are the original create_pretraining_data.py's (SOP, 512 tokens, 20 predictions,
-3-grams, dupe_factor 40); see keras_albert.text.pretraining_data for what each option does.
+3-grams, dupe_factor 40); `--help` lists every option of `PretrainingDataConfig`
+(keras_albert.text.pretraining.config) and of this tool.
+
+Flags of google-research/albert's create_pretraining_data.py accepted as aliases:
+`--input_file` (one or more paths separated by spaces, not commas) → `--inputs`,
+`--output_dir` → `--output-dir`, `--spm_model_file` → `--sentencepiece-model`,
+`--do_lower_case` / `--no-do_lower_case` → `--lowercase` / `--no-lowercase` (not the absl form
+`--do_lower_case=False`), `--max_seq_length` → `--sequence-length`,
+`--max_predictions_per_seq` → `--max-predictions-per-sequence`, `--random_seed` → `--seed`,
+`--ngram` → `--max-ngram`, `--dupe_factor`, `--masked_lm_prob`, `--short_seq_prob` → their
+dashed forms. Not accepted: `--output_file` (this tool writes shards into a directory),
+`--vocab_file` (SentencePiece only), `--do_whole_word_mask` (always whole words),
+`--favor_shorter_ngram` (always p(n) ∝ 1/n), `--do_permutation`, `--input_file_mode`,
+`--parallel` (see `--num-workers`), `--random_next_sentence` (see `--task nsp`).
 """
 
 import argparse
@@ -14,52 +29,90 @@ import functools
 import multiprocessing
 import os
 import sys
+from typing import Literal
 
-from keras_albert.text.pretraining_data import PretrainingDataConfig, create_pretraining_data
+from keras_albert.cli import add_options, options_from_args
+from keras_albert.text.pretraining import PretrainingDataConfig, create_pretraining_data
+
+# AlbertTokenizer.encode runs no TensorFlow ops, so forked workers may inherit it instead of
+# importing TensorFlow each (~5 CPU seconds per worker).
+_DEFAULT_START_METHOD = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+
+
+@dataclasses.dataclass(frozen=True)
+class DataToolOptions:
+    """What the tool reads and writes, and how many processes do the work.
+
+    Args:
+        inputs: text files, directories (walked) or globs.
+        output_dir: the directory the shards are written to (created).
+        sentencepiece_model: the SentencePiece model (e.g. 30k-clean.model).
+        file_prefix: shards are FILE_PREFIX-0000i-of-0000N.tfrecord.
+        lowercase: lowercase the text (uncased models).
+        num_workers: processes making examples (the output does not depend on it).
+        num_shards: output files; examples are dealt round-robin.
+        start_method: how worker processes start (fork where available: they inherit the
+            tokenizer).
+    """
+
+    inputs: tuple[str, ...] = dataclasses.field(metadata={"parse": str, "nargs": "+"})
+    output_dir: str
+    sentencepiece_model: str
+    file_prefix: str = "pretraining"
+    lowercase: bool = True
+    num_workers: int = os.cpu_count() or 1
+    num_shards: int = 1
+    start_method: Literal["spawn", "fork", "forkserver"] = _DEFAULT_START_METHOD
+
+
+TOOL_ALIASES = {
+    "inputs": ("--input_file",),
+    "output_dir": ("--output_dir",),
+    "sentencepiece_model": ("--spm_model_file",),
+    "lowercase": ("--do_lower_case",),
+}
+CONFIG_ALIASES = {
+    "sequence_length": ("--max_seq_length",),
+    "max_predictions_per_sequence": ("--max_predictions_per_seq",),
+    "seed": ("--random_seed",),
+    "max_ngram": ("--ngram",),
+    "dupe_factor": ("--dupe_factor",),
+    "masked_lm_prob": ("--masked_lm_prob",),
+    "short_seq_prob": ("--short_seq_prob",),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    add_options(parser.add_argument_group("tool"), DataToolOptions, aliases=TOOL_ALIASES)
+    add_options(
+        parser.add_argument_group("examples (PretrainingDataConfig)"),
+        PretrainingDataConfig,
+        aliases=CONFIG_ALIASES,
+    )
+    return parser
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--input", nargs="+", required=True, help="files, directories or globs")
-    parser.add_argument("--output_prefix", required=True)
-    parser.add_argument("--spm_model", required=True, help="SentencePiece model (30k-clean.model)")
-    parser.add_argument("--cased", action="store_true", help="do not lowercase")
-    parser.add_argument("--num_workers", type=int, default=os.cpu_count())
-    parser.add_argument("--num_shards", type=int, default=1)
-    parser.add_argument(
-        "--start_method",
-        # AlbertTokenizer.encode runs no TensorFlow ops, so forked workers may inherit it
-        # instead of importing TensorFlow each (~5 CPU seconds per worker).
-        default="fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn",
-        choices=multiprocessing.get_all_start_methods(),
-        help="how worker processes start (default: fork where available)",
-    )
-    defaults = PretrainingDataConfig()
-    for field in dataclasses.fields(PretrainingDataConfig):
-        default = getattr(defaults, field.name)
-        parser.add_argument(
-            f"--{field.name}",
-            type=type(default),
-            help=f"PretrainingDataConfig (default {default!r})",
-        )
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
+    options = options_from_args(args, DataToolOptions)
+    config = options_from_args(args, PretrainingDataConfig)
 
     from keras_albert.text.tokenizer import AlbertTokenizer
 
-    overrides = {
-        f.name: getattr(args, f.name)
-        for f in dataclasses.fields(PretrainingDataConfig)
-        if getattr(args, f.name) is not None
-    }
     summary = create_pretraining_data(
-        args.input,
-        args.output_prefix,
+        options.inputs,
+        os.path.join(options.output_dir, options.file_prefix),
         # A factory: each worker process builds its own (TensorFlow resources do not pickle).
-        functools.partial(AlbertTokenizer, proto=args.spm_model, lowercase=not args.cased),
-        PretrainingDataConfig(**overrides),
-        num_workers=args.num_workers,
-        num_shards=args.num_shards,
-        start_method=args.start_method,
+        functools.partial(
+            AlbertTokenizer, proto=options.sentencepiece_model, lowercase=options.lowercase
+        ),
+        config,
+        num_workers=options.num_workers,
+        num_shards=options.num_shards,
+        start_method=options.start_method,
     )
     print(summary)
     return 0 if summary.num_examples else 1

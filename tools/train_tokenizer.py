@@ -1,39 +1,67 @@
 """Train an ALBERT-style SentencePiece model on raw text files (one sentence or paragraph a line).
 
-    python tools/train_tokenizer.py --input corpus/*.txt --model-prefix out/30k-clean \
-        --vocabulary-size 30000
+    python tools/train_tokenizer.py --inputs corpus/*.txt \
+        --sentencepiece-model out/30k-clean.model --vocabulary-size 30000
+
+Writes the model at `--sentencepiece-model` (".model" is appended when missing) and its
+vocabulary (piece and score per line) beside it, with ".vocab" in place of ".model".
 """
 
 import argparse
+import dataclasses
+import sys
 
+from keras_albert.cli import add_options, options_from_args
 from keras_albert.text.sentencepiece_trainer import train_sentencepiece
 
 
-def main() -> None:
+@dataclasses.dataclass(frozen=True)
+class TokenizerToolOptions:
+    """What the tokenizer is trained on, where it goes and how.
+
+    Args:
+        inputs: UTF-8 text files.
+        sentencepiece_model: the model file to write (PATH.model; PATH.vocab beside it).
+        vocabulary_size: number of pieces, special pieces included.
+        lowercase: lowercase the text first (uncased ALBERT); the tokenizer must then lowercase
+            too.
+        character_coverage: share of characters the model covers; the rest become `<unk>`.
+        input_sentence_size: at most this many lines (sampled) are used for training.
+        num_threads: trainer threads; all CPUs when not given.
+        seed: seed of SentencePiece's random generator, for reproducible models.
+    """
+
+    inputs: tuple[str, ...] = dataclasses.field(metadata={"parse": str, "nargs": "+"})
+    sentencepiece_model: str
+    vocabulary_size: int = 30000
+    lowercase: bool = True
+    character_coverage: float = 0.99995
+    input_sentence_size: int = 10_000_000
+    num_threads: int | None = None
+    seed: int | None = None
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--input", nargs="+", required=True, help="UTF-8 text files")
-    parser.add_argument("--model-prefix", required=True, help="writes PREFIX.model, PREFIX.vocab")
-    parser.add_argument("--vocabulary-size", type=int, default=30000)
-    parser.add_argument(
-        "--cased", action="store_true", help="keep case (default: lowercase, as uncased ALBERT)"
-    )
-    parser.add_argument("--character-coverage", type=float, default=0.99995)
-    parser.add_argument("--input-sentence-size", type=int, default=10_000_000)
-    parser.add_argument("--num-threads", type=int, default=None)
-    parser.add_argument("--seed", type=int, default=None)
-    args = parser.parse_args()
+    add_options(parser, TokenizerToolOptions)
+    return parser
+
+
+def main(argv=None) -> int:
+    options = options_from_args(build_parser().parse_args(argv), TokenizerToolOptions)
     result = train_sentencepiece(
-        args.input,
-        args.model_prefix,
-        vocabulary_size=args.vocabulary_size,
-        lowercase=not args.cased,
-        character_coverage=args.character_coverage,
-        input_sentence_size=args.input_sentence_size,
-        num_threads=args.num_threads,
-        seed=args.seed,
+        options.inputs,
+        options.sentencepiece_model.removesuffix(".model"),
+        vocabulary_size=options.vocabulary_size,
+        lowercase=options.lowercase,
+        character_coverage=options.character_coverage,
+        input_sentence_size=options.input_sentence_size,
+        num_threads=options.num_threads,
+        seed=options.seed,
     )
     print(f"wrote {result.model_path} and {result.vocabulary_path}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

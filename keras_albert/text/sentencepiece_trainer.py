@@ -19,6 +19,7 @@ import sentencepiece as spm
 import tensorflow as tf
 from tqdm import tqdm
 
+from keras_albert import validation
 from keras_albert.text.tokenizer import SPECIAL_PIECES, normalize_text
 
 ALBERT_CONTROL_SYMBOLS = ("[CLS]", "[SEP]", "[MASK]")
@@ -76,20 +77,20 @@ def train_sentencepiece(
         A `SentencePieceTrainingResult`.
     """
     if not input_files:
-        raise ValueError("`input_files` is empty: expected at least one text file")
+        raise ValueError(
+            f"`input_files` must name at least one text file. Received: input_files={input_files!r}"
+        )
     missing = [path for path in input_files if not tf.io.gfile.exists(path)]
     if missing:
-        raise FileNotFoundError(f"Input text files not found: {missing}")
-    if isinstance(vocabulary_size, bool) or not isinstance(vocabulary_size, int):
-        raise TypeError(f"`vocabulary_size` must be an int, received {vocabulary_size!r}")
-    num_fixed = len(SPECIAL_PIECES) + len(user_defined_symbols)
-    if vocabulary_size <= num_fixed:
-        raise ValueError(
-            f"`vocabulary_size` must exceed the {num_fixed} special and user-defined pieces, "
-            f"received {vocabulary_size}"
+        raise FileNotFoundError(
+            f"`input_files` must exist; not found: {missing}. Received: input_files={input_files!r}"
         )
-    if not 0.0 < character_coverage <= 1.0:
-        raise ValueError(f"`character_coverage` must be in (0, 1], received {character_coverage}")
+    num_fixed = len(SPECIAL_PIECES) + len(user_defined_symbols)
+    # More pieces than the special and user-defined ones.
+    validation.require_int("vocabulary_size", vocabulary_size, num_fixed + 1)
+    validation.require_number(
+        "character_coverage", character_coverage, 0.0, 1.0, exclusive_minimum=True
+    )
 
     output_directory = os.path.dirname(os.path.abspath(model_prefix))
     os.makedirs(output_directory, exist_ok=True)

@@ -6,33 +6,72 @@ import os
 import pytest
 import tensorflow as tf
 
+from keras_albert.cli import options_from_args
+from keras_albert.text.pretraining import PretrainingDataConfig
 from tests.text._paths import ALBERT_SPM
 from tests.text._pretraining_helpers import AUSTEN, REPO
+from tests.tool_flags import check_tool_flags
 
 
 @pytest.fixture
-def cli():
+def tool():
     path = os.path.join(REPO, "tools", "create_pretraining_data.py")
     spec = importlib.util.spec_from_file_location("create_pretraining_data_cli", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.main
+    return module
 
 
-def test_cli_writes_shards_and_prints_the_summary(cli, tmp_path, capsys):
+def test_every_option_has_one_flag_and_the_original_aliases(tool):
+    parser = tool.build_parser()
+    tool_fields = tuple(f.name for f in tool.dataclasses.fields(tool.DataToolOptions))
+    config_fields = tuple(f.name for f in tool.dataclasses.fields(PretrainingDataConfig))
+    # argparse's BooleanOptionalAction also makes the negated spelling of the alias.
+    tool_aliases = {**tool.TOOL_ALIASES, "lowercase": ("--do_lower_case", "--no-do_lower_case")}
+    check_tool_flags(parser, tool.DataToolOptions, tool_aliases, tool_flags=config_fields)
+    check_tool_flags(parser, PretrainingDataConfig, tool.CONFIG_ALIASES, tool_flags=tool_fields)
+
+
+def test_the_original_flags_mean_the_same_options(tool):
+    parser = tool.build_parser()
+    ours = parser.parse_args(
+        ["--inputs", "a.txt", "b.txt", "--output-dir", "out", "--sentencepiece-model", "m",
+         "--no-lowercase", "--sequence-length", "128", "--max-predictions-per-sequence", "19",
+         "--seed", "3", "--max-ngram", "2", "--dupe-factor", "5", "--masked-lm-prob", "0.2",
+         "--short-seq-prob", "0.3"]
+    )  # fmt: skip
+    original = parser.parse_args(
+        ["--input_file", "a.txt", "b.txt", "--output_dir", "out", "--spm_model_file", "m",
+         "--no-do_lower_case", "--max_seq_length", "128", "--max_predictions_per_seq", "19",
+         "--random_seed", "3", "--ngram", "2", "--dupe_factor", "5", "--masked_lm_prob", "0.2",
+         "--short_seq_prob", "0.3"]
+    )  # fmt: skip
+    assert vars(ours) == vars(original)
+    config = options_from_args(original, PretrainingDataConfig)
+    assert (config.sequence_length, config.max_predictions_per_sequence, config.seed) == (
+        128,
+        19,
+        3,
+    )
+    assert (config.max_ngram, config.dupe_factor, config.short_seq_draw) == (2, 5, "document")
+    options = options_from_args(original, tool.DataToolOptions)
+    assert list(options.inputs) == ["a.txt", "b.txt"] and options.lowercase is False
+
+
+def test_cli_writes_shards_and_prints_the_summary(tool, tmp_path, capsys):
     text = tmp_path / "p.txt"
     text.write_text(open(os.path.join(AUSTEN, "persuasion.txt")).read()[:40_000])
-    prefix = str(tmp_path / "out" / "p")
-    code = cli(
-        ["--input", str(text), str(tmp_path / "missing.txt"), "--output_prefix", prefix,
-         "--spm_model", ALBERT_SPM, "--num_workers", "1", "--num_shards", "2",
-         "--max_seq_length", "64", "--max_predictions_per_seq", "10", "--dupe_factor", "2",
-         "--task", "nsp"]
+    output_dir = str(tmp_path / "out")
+    code = tool.main(
+        ["--inputs", str(text), str(tmp_path / "missing.txt"), "--output-dir", output_dir,
+         "--file-prefix", "p", "--sentencepiece-model", ALBERT_SPM, "--num-workers", "1",
+         "--num-shards", "2", "--sequence-length", "64", "--max-predictions-per-sequence", "10",
+         "--dupe-factor", "2", "--task", "nsp"]
     )  # fmt: skip
     assert code == 0
     printed = capsys.readouterr().out
     assert "missing.txt: no such file" in printed
-    paths = [f"{prefix}-0000{i}-of-00002.tfrecord" for i in range(2)]
+    paths = [os.path.join(output_dir, f"p-0000{i}-of-00002.tfrecord") for i in range(2)]
     num_records = sum(1 for _ in tf.data.TFRecordDataset(paths))
     assert f"examples:          {num_records}" in printed
     record = next(iter(tf.data.TFRecordDataset(paths[0])))
@@ -41,10 +80,10 @@ def test_cli_writes_shards_and_prints_the_summary(cli, tmp_path, capsys):
     assert len(features["masked_lm_ids"].int64_list.value) == 10
 
 
-def test_cli_fails_when_nothing_was_written(cli, tmp_path, capsys):
+def test_cli_fails_when_nothing_was_written(tool, tmp_path, capsys):
     empty = tmp_path / "empty.txt"
     empty.write_text("")
-    code = cli(["--input", str(empty), "--output_prefix", str(tmp_path / "e"),
-                "--spm_model", ALBERT_SPM])  # fmt: skip
+    code = tool.main(["--inputs", str(empty), "--output-dir", str(tmp_path / "e"),
+                      "--sentencepiece-model", ALBERT_SPM])  # fmt: skip
     assert code == 1
     assert "empty file" in capsys.readouterr().out

@@ -12,20 +12,19 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_albert.text.pretraining_data import (
-    ORIGINAL_FEATURE_NAMES,
-    ExampleCounts,
+from keras_albert.text.pretraining import (
     PretrainingDataConfig,
-    _TokenTables,
-    create_examples_from_document,
     create_pretraining_data,
-    document_sentences,
     expand_inputs,
     iter_documents,
-    mask_tokens,
-    ordered_bounded_map,
-    serialize_features,
 )
+from keras_albert.text.pretraining.documents import document_sentences
+from keras_albert.text.pretraining.masking import mask_tokens
+from keras_albert.text.pretraining.pairs import create_examples_from_document
+from keras_albert.text.pretraining.records import ORIGINAL_FEATURE_NAMES, serialize_features
+from keras_albert.text.pretraining.summary import ExampleCounts
+from keras_albert.text.pretraining.vocabulary import TokenTables
+from keras_albert.text.pretraining.writer import ordered_bounded_map
 from keras_albert.text.tokenizer import AlbertTokenizer
 from tests.text._paths import ALBERT_SPM, DATA_DIR
 from tests.text._pretraining_helpers import AUSTEN, as_text, segments, word_ranges
@@ -38,8 +37,8 @@ def tokenizer():
 
 @pytest.fixture(scope="module")
 def austen(tokenizer, tmp_path_factory):
-    """All six novels at max_seq_length 128, dupe_factor 2 (about 11k examples, ~15 s)."""
-    config = PretrainingDataConfig(max_seq_length=128, dupe_factor=2, random_seed=7)
+    """All six novels at sequence_length 128, dupe_factor 2 (about 11k examples, ~15 s)."""
+    config = PretrainingDataConfig(sequence_length=128, dupe_factor=2, seed=7)
     examples = []
     prefix = str(tmp_path_factory.mktemp("austen") / "austen")
     summary = create_pretraining_data(
@@ -56,7 +55,7 @@ def test_austen_mask_rate_is_15_percent_of_non_special_tokens(austen, tokenizer)
         sum(t not in tokenizer.special_ids for t in e.original_token_ids()) for e in examples
     )
     assert abs(num_masked / num_candidates - 0.15) < 0.01
-    assert max(len(e.mask_positions) for e in examples) <= config.max_predictions_per_seq
+    assert max(len(e.mask_positions) for e in examples) <= config.max_predictions_per_sequence
     assert summary.num_masked_tokens == num_masked
     assert summary.num_non_special_tokens == num_candidates
     assert summary.num_examples == len(examples)
@@ -138,10 +137,10 @@ def test_austen_examples_fit_the_length_budget(austen, tokenizer):
     for example in examples:
         first, second = segments(example, tokenizer)
         assert first and second
-        assert len(first) + len(second) <= config.max_seq_length - 3
+        assert len(first) + len(second) <= config.sequence_length - 3
     # The budget is used: most examples are full-length, short_seq_prob makes some shorter.
     lengths = np.array([len(e.token_ids) for e in examples])
-    assert 0.75 < np.mean(lengths == config.max_seq_length) < 0.95
+    assert 0.75 < np.mean(lengths == config.sequence_length) < 0.95
 
 
 def test_austen_summary_counts(austen, tokenizer):
@@ -169,7 +168,7 @@ def sha256(paths):
 
 
 def test_output_is_byte_identical_with_1_and_2_workers(tokenizer, tmp_path):
-    config = PretrainingDataConfig(max_seq_length=128, dupe_factor=1, random_seed=3)
+    config = PretrainingDataConfig(sequence_length=128, dupe_factor=1, seed=3)
     persuasion = os.path.join(AUSTEN, "persuasion.txt")
     # A spawned worker gets a factory, as a tokenizer holding TensorFlow resources needs; a
     # forked one inherits the instance.
@@ -194,7 +193,7 @@ def test_output_is_byte_identical_with_1_and_2_workers(tokenizer, tmp_path):
     assert runs[0].num_examples == runs[1].num_examples == runs[2].num_examples > 500
     assert sha256(runs[0].output_files) == sha256(runs[1].output_files)
     assert sha256(runs[0].output_files) == sha256(runs[2].output_files)
-    other_seed = PretrainingDataConfig(max_seq_length=128, dupe_factor=1, random_seed=4)
+    other_seed = PretrainingDataConfig(sequence_length=128, dupe_factor=1, seed=4)
     reseeded = create_pretraining_data(
         [persuasion], str(tmp_path / "s4"), tokenizer, other_seed, 1, 3, progress=False
     )
@@ -202,7 +201,9 @@ def test_output_is_byte_identical_with_1_and_2_workers(tokenizer, tmp_path):
 
 
 def test_written_records_parse_back_to_the_examples(tokenizer, tmp_path):
-    config = PretrainingDataConfig(max_seq_length=64, max_predictions_per_seq=10, dupe_factor=1)
+    config = PretrainingDataConfig(
+        sequence_length=64, max_predictions_per_sequence=10, dupe_factor=1
+    )
     examples = []
     summary = create_pretraining_data(
         [os.path.join(AUSTEN, "northangerabbey.txt")],
@@ -264,7 +265,7 @@ def test_bad_inputs_are_skipped_and_counted(tokenizer, tmp_path):
         handle.write(b"x" * 10_000_000 + b"\nAnne walked to the village. She met Mr. Elliot.\n")
     (tmp_path / "no_text").mkdir()
     missing = str(tmp_path / "missing.txt")
-    config = PretrainingDataConfig(max_seq_length=64, dupe_factor=1, document_split="file")
+    config = PretrainingDataConfig(sequence_length=64, dupe_factor=1, document_split="file")
     inputs = [
         str(good),
         str(tmp_path / "empty.txt"),
@@ -363,11 +364,11 @@ def test_sentences_are_split_by_sentencex_keeping_abbreviations(tokenizer, tmp_p
 
 
 def tables_and_config(tokenizer, **overrides):
-    return _TokenTables(tokenizer), PretrainingDataConfig(**overrides)
+    return TokenTables(tokenizer), PretrainingDataConfig(**overrides)
 
 
 def test_mask_budget_is_capped_by_max_predictions(tokenizer):
-    tables, config = tables_and_config(tokenizer, max_seq_length=512)
+    tables, config = tables_and_config(tokenizer, sequence_length=512)
     words = tokenizer.encode(open(os.path.join(AUSTEN, "emma.txt")).read()[5_000:9_000])
     tokens = [tokenizer.cls_id, *words[:300], tokenizer.sep_id, *words[300:509], tokenizer.sep_id]
     counts = []
@@ -390,7 +391,7 @@ def test_masked_lm_prob_zero_writes_unmasked_examples(tokenizer):
 def test_one_sentence_chunk_is_split_inside_the_sentence_in_sop_mode(tokenizer):
     """Decision: the original pairs a one-sentence chunk with a random document's text; here
     the sentence is cut at a random word start, so SOP pairs never mix documents."""
-    tables, config = tables_and_config(tokenizer, max_seq_length=24, masked_lm_prob=0.0)
+    tables, config = tables_and_config(tokenizer, sequence_length=24, masked_lm_prob=0.0)
     sentence = tokenizer.encode(" ".join(f"word{i}" for i in range(40)))
     text = as_text(sentence)
     rng = random.Random(0)
@@ -409,7 +410,7 @@ def test_one_sentence_chunk_is_split_inside_the_sentence_in_sop_mode(tokenizer):
 def test_pairs_cut_inside_a_sentence_are_counted(tokenizer):
     """The summary's count of one-sentence cuts: none while every chunk holds several whole
     sentences (only a document's last chunk can be a lone sentence), all for one long one."""
-    tables, config = tables_and_config(tokenizer, max_seq_length=128, short_seq_prob=0.0)
+    tables, config = tables_and_config(tokenizer, sequence_length=128, short_seq_prob=0.0)
     short = [tokenizer.encode(f"Sentence number {i} is short.") for i in range(200)]
     long = [tokenizer.encode(" ".join(f"word{i}" for i in range(150)))]
     for sentences, expected_at_most in ((short, 1), (long, None)):
@@ -426,7 +427,7 @@ def test_pairs_cut_inside_a_sentence_are_counted(tokenizer):
 
 
 def test_nsp_mode_takes_b_from_another_document(tokenizer):
-    tables, config = tables_and_config(tokenizer, max_seq_length=48, task="nsp")
+    tables, config = tables_and_config(tokenizer, sequence_length=48, task="nsp")
     novels = [
         open(os.path.join(AUSTEN, n)).read()[3_000:8_000] for n in ("emma.txt", "persuasion.txt")
     ]
@@ -523,3 +524,29 @@ def test_documents_are_read_lazily(tmp_path):
     documents = iter_documents(files(), PretrainingDataConfig(document_split="file"))
     assert next(documents).texts == ["One document."]
     assert opened == [first]
+
+
+def test_a_failed_run_leaves_no_shard_behind(tokenizer, tmp_path):
+    """Shards appear only complete: a run that fails midway leaves neither shards nor parts."""
+    path = write(tmp_path / "p.txt", open(os.path.join(AUSTEN, "persuasion.txt")).read()[:20_000])
+    config = PretrainingDataConfig(sequence_length=64, dupe_factor=1, write_shuffle_buffer=1)
+    seen = []
+
+    def fail_on_the_third(example):
+        seen.append(example)
+        if len(seen) == 3:
+            raise RuntimeError("stop")
+
+    prefix = str(tmp_path / "out" / "x")
+    with pytest.raises(RuntimeError, match="stop"):
+        create_pretraining_data(
+            [path], prefix, tokenizer, config, num_shards=2, progress=False,
+            on_example=fail_on_the_third,
+        )  # fmt: skip
+    assert os.listdir(tmp_path / "out") == []
+    summary = create_pretraining_data(
+        [path], prefix, tokenizer, config, num_shards=2, progress=False
+    )
+    assert sorted(os.listdir(tmp_path / "out")) == [
+        os.path.basename(p) for p in summary.output_files
+    ]

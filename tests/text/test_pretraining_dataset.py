@@ -8,17 +8,17 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_albert.text.pretraining_data import (
+from keras_albert.text.pretraining import (
     PretrainingDataConfig,
     create_pretraining_data,
-    pad_example,
-)
-from keras_albert.text.pretraining_dataset import (
-    DynamicMasking,
     decode_record,
+)
+from keras_albert.text.pretraining.dataset import (
+    DynamicMasking,
     dynamic_mask,
     make_pretraining_dataset,
 )
+from keras_albert.text.pretraining.records import pad_example
 from keras_albert.text.tokenizer import AlbertTokenizer
 from tests.text._paths import ALBERT_SPM
 from tests.text._pretraining_helpers import AUSTEN, word_ranges
@@ -126,7 +126,9 @@ def test_reads_records_in_the_original_layout(tmp_path, token_boundary):
 
 
 def test_written_examples_come_back_through_the_reader(tokenizer, tmp_path):
-    config = PretrainingDataConfig(max_seq_length=SEQ, max_predictions_per_seq=PRED, dupe_factor=1)
+    config = PretrainingDataConfig(
+        sequence_length=SEQ, max_predictions_per_sequence=PRED, dupe_factor=1
+    )
     path = tmp_path / "p.txt"
     path.write_text(open(os.path.join(AUSTEN, "persuasion.txt")).read()[:30_000])
     examples = []
@@ -179,14 +181,16 @@ def test_bad_arguments_name_the_value(tmp_path):
         make_pretraining_dataset(str(tmp_path / "x"), 0, SEQ, PRED)
     with pytest.raises(ValueError, match="masked_lm_prob.*2"):
         DynamicMasking(np.zeros(10, bool), (0,), 1, masked_lm_prob=2)
-    with pytest.raises(ValueError, match="outside the vocabulary"):
+    with pytest.raises(ValueError, match=r"special_ids.*in \[0, 10\).*special_ids=12"):
         DynamicMasking(np.zeros(10, bool), (0, 12), 1)
+    with pytest.raises(ValueError, match=r"mask_id.*in \[0, 10\).*mask_id=10"):
+        DynamicMasking(np.zeros(10, bool), (0,), 10)
 
 
 @pytest.fixture(scope="module")
 def austen_unmasked(tokenizer, tmp_path_factory):
     """Three novels at 128 tokens written without masks (masked_lm_prob 0), ~3000 examples."""
-    config = PretrainingDataConfig(max_seq_length=128, masked_lm_prob=0.0, dupe_factor=1)
+    config = PretrainingDataConfig(sequence_length=128, masked_lm_prob=0.0, dupe_factor=1)
     inputs = [
         os.path.join(AUSTEN, n) for n in ("persuasion.txt", "emma.txt", "northangerabbey.txt")
     ]
@@ -247,7 +251,9 @@ def test_dynamic_masking_statistics_on_austen(tokenizer, austen_unmasked):
 
 
 def test_dynamic_masking_undoes_static_masks_and_remasks_each_epoch(tokenizer, tmp_path):
-    config = PretrainingDataConfig(max_seq_length=64, max_predictions_per_seq=10, dupe_factor=1)
+    config = PretrainingDataConfig(
+        sequence_length=64, max_predictions_per_sequence=10, dupe_factor=1
+    )
     examples = []
     summary = create_pretraining_data(
         [os.path.join(AUSTEN, "northangerabbey.txt")], str(tmp_path / "n"), tokenizer, config,

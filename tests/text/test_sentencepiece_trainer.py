@@ -1,5 +1,6 @@
 """Training a tiny ALBERT-style SentencePiece model and using it in AlbertTokenizer."""
 
+import os
 import pathlib
 import runpy
 import sys
@@ -14,6 +15,7 @@ from keras_albert.text.sentencepiece_trainer import (
 )
 from keras_albert.text.tokenizer import AlbertTokenizer
 from tests.text.text_data import ALBERT_MODEL, load_austen_paragraphs
+from tests.tool_flags import check_tool_flags
 
 VOCABULARY_SIZE = 300
 
@@ -88,7 +90,7 @@ def test_input_validation(tmp_path):
     empty.write_text("\n \n\t\n")
     with pytest.raises(ValueError, match="every line is empty"):
         train_sentencepiece([str(empty)], str(tmp_path / "m"), vocabulary_size=50, progress=False)
-    with pytest.raises(ValueError, match="received 10"):
+    with pytest.raises(ValueError, match=r"vocabulary_size.*>= \d+. Received: vocabulary_size=10"):
         train_sentencepiece([str(empty)], str(tmp_path / "m"), vocabulary_size=10, progress=False)
 
 
@@ -100,9 +102,19 @@ def test_command_line_tool(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(
         sys,
         "argv",
-        [str(tool), "--input", str(corpus), "--model-prefix", str(prefix)]
+        [str(tool), "--inputs", str(corpus), "--sentencepiece-model", f"{prefix}.model"]
         + ["--vocabulary-size", "200", "--num-threads", "1", "--seed", "3"],
     )
-    runpy.run_path(str(tool), run_name="__main__")
-    assert f"wrote {prefix}.model" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exit_code:
+        runpy.run_path(str(tool), run_name="__main__")
+    assert exit_code.value.code == 0
+    assert f"wrote {prefix}.model and {prefix}.vocab" in capsys.readouterr().out
     assert AlbertTokenizer(f"{prefix}.model").vocabulary_size == 200
+    assert os.path.isfile(f"{prefix}.vocab")
+
+
+def test_tool_has_one_flag_per_option():
+    tool = runpy.run_path(
+        str(pathlib.Path(__file__).resolve().parents[2] / "tools" / "train_tokenizer.py")
+    )
+    check_tool_flags(tool["build_parser"](), tool["TokenizerToolOptions"])

@@ -1,21 +1,20 @@
-"""tf.data pipeline over pretraining TFRecords (ours or the original ALBERT's), for ``model.fit``.
+"""tf.data pipeline over pretraining TFRecords (ours or the original ALBERT's), for `model.fit`.
 
-Files carry the original feature names (``input_ids``, ``input_mask``, ``segment_ids``,
-``masked_lm_positions``, ``masked_lm_ids``, ``masked_lm_weights``, ``next_sentence_labels``;
-``token_boundary`` is ignored); they become our names when parsed. Each batch is
-``(x, y, sample_weight)``:
+Files carry the original feature layout (`records`); they become our names when parsed
+(`records.decode_record`). Each batch is
+`(x, y, sample_weight)`:
 
-- ``x = {"token_ids", "segment_ids", "padding_mask"}`` int32 ``(batch, sequence_length)`` and
-  ``"mask_positions"`` int32 ``(batch, max_predictions_per_seq)``;
-- ``y = {"mlm": mask_ids}`` int32 ``(batch, max_predictions_per_seq)`` and
-  ``{"sop": sentence_order_label}`` int32 ``(batch,)``;
-- ``sample_weight = {"mlm": mask_weights}`` float32 ``(batch, max_predictions_per_seq)`` (0 on
-  padded predictions) and ``{"sop": ones}`` float32 ``(batch,)``.
+- `x = {"token_ids", "segment_ids", "padding_mask"}` int32 `(batch, sequence_length)` and
+  `"mask_positions"` int32 `(batch, max_predictions_per_sequence)`;
+- `y = {"mlm": mask_ids}` int32 `(batch, max_predictions_per_sequence)` and
+  `{"sop": sentence_order_label}` int32 `(batch,)`;
+- `sample_weight = {"mlm": mask_weights}` float32 `(batch, max_predictions_per_sequence)` (0 on
+  padded predictions) and `{"sop": ones}` float32 `(batch,)`.
 
-With ``dynamic_masking`` the static masks in the files are undone and every epoch draws new ones
-in-graph (RoBERTa-style) with the same scheme as ``pretraining_data.mask_tokens``: n-gram whole-word
-spans with p(n) ∝ 1/n, a budget of ``round(masked_lm_prob * non-special tokens)`` capped by
-``max_predictions_per_seq``, 80% ``[MASK]`` / 10% random non-special token / 10% unchanged.
+With `dynamic_masking` the static masks in the files are undone and every epoch draws new ones
+in-graph (RoBERTa-style) with the same scheme as `masking.mask_tokens`: n-gram whole-word
+spans with p(n) ∝ 1/n, a budget of `round(masked_lm_prob * non-special tokens)` capped by
+`max_predictions_per_sequence`, 80% `[MASK]` / 10% random non-special token / 10% unchanged.
 """
 
 from __future__ import annotations
@@ -26,7 +25,9 @@ from collections.abc import Sequence
 import numpy as np
 import tensorflow as tf
 
-from keras_albert.text.pretraining_data import TokenizerLike
+from keras_albert import validation
+from keras_albert.text.pretraining.records import decode_record
+from keras_albert.text.pretraining.vocabulary import TokenizerLike
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -34,9 +35,9 @@ class DynamicMasking:
     """Vocabulary facts and parameters for in-graph masking.
 
     Args:
-        word_start: bool array ``(vocabulary_size,)``, the tokenizer's ``is_word_start``.
+        word_start: bool array `(vocabulary_size,)`, the tokenizer's `is_word_start`.
         special_ids: ids never masked and never used as random replacements.
-        mask_id: the ``[MASK]`` id.
+        mask_id: the `[MASK]` id.
         masked_lm_prob: fraction of non-special tokens to mask.
         max_ngram: longest span in words; p(n) ∝ 1/n.
 
@@ -59,17 +60,15 @@ class DynamicMasking:
         word_start = np.asarray(self.word_start)
         if word_start.ndim != 1 or word_start.dtype != bool:
             raise ValueError(
-                f"`word_start` must be a 1-D bool array over the vocabulary; received "
-                f"shape {word_start.shape} dtype {word_start.dtype}"
+                "`word_start` must be a 1-D bool array over the vocabulary. Received: "
+                f"word_start of shape {word_start.shape} and dtype {word_start.dtype}"
             )
         size = word_start.shape[0]
-        bad = [i for i in (*self.special_ids, self.mask_id) if not 0 <= i < size]
-        if bad:
-            raise ValueError(f"special ids {bad} are outside the vocabulary [0, {size})")
-        if not 0.0 <= self.masked_lm_prob < 1.0:
-            raise ValueError(f"`masked_lm_prob` must be in [0, 1); received {self.masked_lm_prob}")
-        if self.max_ngram < 1:
-            raise ValueError(f"`max_ngram` must be >= 1; received {self.max_ngram}")
+        for i in self.special_ids:
+            validation.require_index("special_ids", i, size)
+        validation.require_index("mask_id", self.mask_id, size)
+        validation.require_rate("masked_lm_prob", self.masked_lm_prob)
+        validation.require_int("max_ngram", self.max_ngram, 1)
 
     @classmethod
     def from_tokenizer(
@@ -87,51 +86,8 @@ class DynamicMasking:
         )
 
 
-def _feature_spec(sequence_length: int, max_predictions_per_seq: int, dynamic: bool) -> dict:
-    def fixed(size, dtype=tf.int64):
-        return tf.io.FixedLenFeature([size], dtype)
-
-    spec = {
-        "input_ids": fixed(sequence_length),
-        "input_mask": fixed(sequence_length),
-        "segment_ids": fixed(sequence_length),
-        "next_sentence_labels": fixed(1),
-    }
-    if dynamic:
-        # Any number of static predictions (0 for unmasked files): they are undone anyway.
-        spec["masked_lm_positions"] = tf.io.VarLenFeature(tf.int64)
-        spec["masked_lm_ids"] = tf.io.VarLenFeature(tf.int64)
-        spec["masked_lm_weights"] = tf.io.VarLenFeature(tf.float32)
-    else:
-        spec["masked_lm_positions"] = fixed(max_predictions_per_seq)
-        spec["masked_lm_ids"] = fixed(max_predictions_per_seq)
-        spec["masked_lm_weights"] = fixed(max_predictions_per_seq, tf.float32)
-    return spec
-
-
-def decode_record(
-    record: tf.Tensor, sequence_length: int, max_predictions_per_seq: int, dynamic: bool = False
-) -> dict[str, tf.Tensor]:
-    """One serialized ``tf.train.Example`` → our names (int32 / float32), no batching."""
-    spec = _feature_spec(sequence_length, max_predictions_per_seq, dynamic)
-    parsed = tf.io.parse_single_example(record, spec)
-    for name in ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights"):
-        if isinstance(parsed[name], tf.SparseTensor):
-            parsed[name] = tf.sparse.to_dense(parsed[name])
-    cast = lambda t: tf.cast(t, tf.int32)
-    return {
-        "token_ids": cast(parsed["input_ids"]),
-        "padding_mask": cast(parsed["input_mask"]),
-        "segment_ids": cast(parsed["segment_ids"]),
-        "mask_positions": cast(parsed["masked_lm_positions"]),
-        "mask_ids": cast(parsed["masked_lm_ids"]),
-        "mask_weights": parsed["masked_lm_weights"],
-        "sentence_order_label": cast(parsed["next_sentence_labels"][0]),
-    }
-
-
 def restore_masked_tokens(features: dict[str, tf.Tensor]) -> tf.Tensor:
-    """``token_ids`` with the static predictions put back (padded predictions have weight 0)."""
+    """`token_ids` with the static predictions put back (padded predictions have weight 0)."""
     real = features["mask_weights"] > 0
     positions = tf.boolean_mask(features["mask_positions"], real)
     ids = tf.boolean_mask(features["mask_ids"], real)
@@ -143,9 +99,9 @@ def dynamic_mask(
     padding_mask: tf.Tensor,
     seed: tf.Tensor,
     masking: DynamicMasking,
-    max_predictions_per_seq: int,
+    max_predictions_per_sequence: int,
 ) -> dict[str, tf.Tensor]:
-    """Masks one unbatched sequence in-graph; stateless: the same ``seed`` gives the same masks.
+    """Masks one unbatched sequence in-graph; stateless: the same `seed` gives the same masks.
 
     Spans: n ~ p(n) are drawn until their word count reaches the budget (each word has at least
     one piece); they are laid out uniformly at random without overlap over the sequence's words
@@ -154,18 +110,18 @@ def dynamic_mask(
     budget, the one that overshoots with probability remaining / size.
 
     Args:
-        token_ids: int32 ``(sequence_length,)``, unmasked.
-        padding_mask: int ``(sequence_length,)``, 1 on real tokens.
-        seed: int ``(2,)`` stateless seed.
+        token_ids: int32 `(sequence_length,)`, unmasked.
+        padding_mask: int `(sequence_length,)`, 1 on real tokens.
+        seed: int `(2,)` stateless seed.
         masking: vocabulary facts and parameters.
-        max_predictions_per_seq: size of the prediction outputs.
+        max_predictions_per_sequence: size of the prediction outputs.
 
     Returns:
-        ``token_ids`` (masked), ``mask_positions``, ``mask_ids``, ``mask_weights`` (each
-        ``(max_predictions_per_seq,)``) and ``span_lengths`` (accepted spans' lengths in words,
-        0-padded, ``(max_predictions_per_seq,)``).
+        `token_ids` (masked), `mask_positions`, `mask_ids`, `mask_weights` (each
+        `(max_predictions_per_sequence,)`) and `span_lengths` (accepted spans' lengths in words,
+        0-padded, `(max_predictions_per_sequence,)`).
     """
-    max_predictions = max_predictions_per_seq
+    max_predictions = max_predictions_per_sequence
     vocabulary_size = masking.word_start.shape[0]
     special_table = np.zeros(vocabulary_size, bool)
     special_table[list(masking.special_ids)] = True
@@ -287,7 +243,7 @@ def make_pretraining_dataset(
     file_pattern: str | Sequence[str],
     batch_size: int,
     sequence_length: int,
-    max_predictions_per_seq: int,
+    max_predictions_per_sequence: int,
     input_context: tf.distribute.InputContext | None = None,
     shuffle: bool = True,
     shuffle_buffer_size: int = 10_000,
@@ -297,41 +253,37 @@ def make_pretraining_dataset(
     dynamic_masking: DynamicMasking | None = None,
     drop_remainder: bool = True,
 ) -> tf.data.Dataset:
-    """Batches of ``(x, y, sample_weight)`` from sharded pretraining TFRecords (see module doc).
+    """Batches of `(x, y, sample_weight)` from sharded pretraining TFRecords (see module doc).
 
     Args:
         file_pattern: a glob, or a list of globs / files.
-        batch_size: global batch size; with ``input_context`` each pipeline gets its replicas'
-            share (``input_context.get_per_replica_batch_size``).
-        sequence_length: ``max_seq_length`` the files were written with.
-        max_predictions_per_seq: predictions per example (in the files; with
-            ``dynamic_masking``, of the output).
-        input_context: from ``strategy.distribute_datasets_from_function``; files (or, with
+        batch_size: global batch size; with `input_context` each pipeline gets its replicas'
+            share (`input_context.get_per_replica_batch_size`).
+        sequence_length: the `sequence_length` the files were written with.
+        max_predictions_per_sequence: predictions per example (in the files; with
+            `dynamic_masking`, of the output).
+        input_context: from `strategy.distribute_datasets_from_function`; files (or, with
             fewer files than pipelines, records) are sharded per input pipeline.
-        shuffle: shuffle files and records (buffer ``shuffle_buffer_size``), reshuffled per epoch.
+        shuffle: shuffle files and records (buffer `shuffle_buffer_size`), reshuffled per epoch.
         seed: seed of the shuffles and of dynamic masking (None: different every run).
-        repeat: repeat forever (for ``steps_per_epoch``).
+        repeat: repeat forever (for `steps_per_epoch`).
         cycle_length: files read in parallel.
         dynamic_masking: mask in-graph, anew each epoch, instead of using the files' masks.
         drop_remainder: drop the last partial batch (static shapes, as a TPU needs); `False`
             keeps it (evaluation over every record).
 
     Returns:
-        A ``tf.data.Dataset``, prefetched; with ``drop_remainder``, of static shapes.
+        A `tf.data.Dataset`, prefetched; with `drop_remainder`, of static shapes.
     """
-    for name, value, low in (
-        ("batch_size", batch_size, 1),
-        ("sequence_length", sequence_length, 3),
-        ("max_predictions_per_seq", max_predictions_per_seq, 0),
-        ("shuffle_buffer_size", shuffle_buffer_size, 1),
-        ("cycle_length", cycle_length, 1),
-    ):
-        if not isinstance(value, int) or value < low:
-            raise ValueError(f"`{name}` must be an integer >= {low}; received {value!r}")
+    validation.require_int("batch_size", batch_size, 1)
+    validation.require_int("sequence_length", sequence_length, 3)
+    validation.require_int("max_predictions_per_sequence", max_predictions_per_sequence, 0)
+    validation.require_int("shuffle_buffer_size", shuffle_buffer_size, 1)
+    validation.require_int("cycle_length", cycle_length, 1)
     patterns = [file_pattern] if isinstance(file_pattern, str) else list(file_pattern)
     files = sorted({path for pattern in patterns for path in tf.io.gfile.glob(pattern)})
     if not files:
-        raise ValueError(f"`file_pattern` matches no file; received {file_pattern!r}")
+        raise ValueError(f"`file_pattern` matches no file. Received: file_pattern={file_pattern!r}")
 
     num_pipelines, pipeline_id = 1, 0
     if input_context is not None:
@@ -360,7 +312,9 @@ def make_pretraining_dataset(
 
     dynamic = dynamic_masking is not None
     dataset = dataset.map(
-        lambda record: decode_record(record, sequence_length, max_predictions_per_seq, dynamic),
+        lambda record: decode_record(
+            record, sequence_length, max_predictions_per_sequence, dynamic
+        ),
         num_parallel_calls=tf.data.AUTOTUNE,
     )
     if dynamic:
@@ -374,7 +328,7 @@ def make_pretraining_dataset(
                 features["padding_mask"],
                 element_seed,
                 dynamic_masking,
-                max_predictions_per_seq,
+                max_predictions_per_sequence,
             )
             masked.pop("span_lengths")
             return {**features, **masked}
@@ -383,8 +337,3 @@ def make_pretraining_dataset(
     dataset = dataset.map(_to_fit_inputs, num_parallel_calls=tf.data.AUTOTUNE)
     dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
     return dataset.prefetch(tf.data.AUTOTUNE)
-
-
-def count_records(files: Sequence[str]) -> int:
-    """The number of records in TFRecord ``files`` (read through once)."""
-    return int(tf.data.TFRecordDataset(list(files)).reduce(np.int64(0), lambda n, _: n + 1))
