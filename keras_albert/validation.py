@@ -80,3 +80,9 @@ def require_exclusive(**values) -> None:
         names = ", ".join(f"`{name}`" for name in values)
         received = ", ".join(f"{name}={value!r}" for name, value in given.items())
         raise ValueError(f"At most one of {names} must be given. Received: {received}")
+
+
+def require_bool(name: str, value) -> None:
+    """`True` or `False` (not 0/1, not a string)."""
+    if not isinstance(value, bool):
+        raise ValueError(f"`{name}` must be a bool. Received: {name}={value!r}")
