@@ -4,7 +4,8 @@ Pretraining init, fine-tuning init, the export and the converter all call `load_
 A source (`ACCEPTED_FORMS`, recognized in this order, no network access) is:
 
 - a preset name (`keras_albert.PRESETS`): fresh weights of that architecture;
-- a config JSON file (ours, the original `albert_config.json` or HF `config.json`): fresh weights;
+- a config JSON file (ours, the original `albert_config.json` or HF `config.json`; a `.json`
+  name, or any file holding a JSON object): fresh weights;
 - a `.keras` file of an `AlbertBackbone`, `AlbertPretrainer` or `AlbertClassifier`;
 - a `.weights.h5` file: weights only, so `config=` must give the architecture;
 - a Hugging Face directory (`config.json` + `model.safetensors` or `pytorch_model.bin`);
@@ -66,7 +67,7 @@ def detect_format(source: str | os.PathLike) -> str:
             return "weights"
         if source.endswith(".keras"):
             return "keras"
-        if source.endswith(".json"):
+        if source.endswith(".json") or _starts_with_brace(source):
             return "config"
     elif os.path.isdir(source):
         if os.path.isfile(os.path.join(source, "config.json")):
@@ -87,6 +88,12 @@ def detect_format(source: str | os.PathLike) -> str:
         f"Cannot tell the checkpoint format: `source` must be one of:{forms}\n"
         f"Received: source={source!r}"
     )
+
+
+def _starts_with_brace(path: str) -> bool:
+    """A JSON object whatever the file's name (a config saved as `albert.cfg`, say)."""
+    with open(path, "rb") as file:
+        return file.read(64).lstrip().startswith(b"{")
 
 
 def resolve_config(

@@ -179,7 +179,8 @@ def test_fresh_weights_from_a_preset_or_any_config_file(tmp_path):
     CONFIG.to_json(tmp_path / "ours.json")
     (tmp_path / "albert_config.json").write_text(json.dumps(CONFIG.to_original_config()))
     (tmp_path / "config.json").write_text(json.dumps(CONFIG.to_hf_config()))
-    for name in ("ours.json", "albert_config.json", "config.json"):
+    (tmp_path / "albert.cfg").write_text(CONFIG.to_json())
+    for name in ("ours.json", "albert_config.json", "config.json", "albert.cfg"):
         assert detect_format(tmp_path / name) == "config"
         assert resolve_config(tmp_path / name) == CONFIG
     model = load_checkpoint(tmp_path / "ours.json")
