@@ -1,7 +1,7 @@
 """The one answer to "what is a checkpoint": every source a keras_albert model can start from.
 
 Pretraining init, fine-tuning init, the export and the converter all call `load_checkpoint`.
-A source (`ACCEPTED_FORMS`, recognized in this order, no network access) is:
+A source (`ACCEPTED_FORMS`; no network access) is:
 
 - a preset name (`keras_albert.PRESETS`): fresh weights of that architecture;
 - a config JSON file (ours, the original `albert_config.json` or HF `config.json`; a `.json`
@@ -391,14 +391,9 @@ def _load_tf1(path: str, kind: str | None, config, num_classes: int | None):
         )
     tensors = read_tf1_checkpoint(path)
     heads = tf1_heads(tensors)
-    own = (
-        "backbone"
-        if kind == "backbone"
-        else {
-            "pretraining": "pretrainer",
-            "classifier": "classifier",
-        }.get(heads, "backbone")
-    )
+    own = {"pretraining": "pretrainer", "classifier": "classifier"}.get(heads, "backbone")
+    if kind == "backbone":
+        own = "backbone"  # the heads are skipped, not loaded and dropped
     if own == "classifier":
         num_classes = int(tensors["output_weights"].shape[0])  # (num_classes, hidden)
     model = _build(own, resolve_config(config), num_classes)
