@@ -4,7 +4,10 @@
 from keras_albert import _startup  # noqa: F401  isort: skip
 
 from keras_albert.config import PRESETS, AlbertConfig, get_preset
+from keras_albert.convert import load_checkpoint, save_checkpoint
 from keras_albert.models import AlbertBackbone, AlbertClassifier, AlbertPretrainer
+from keras_albert.text.packing import AlbertPacker
+from keras_albert.text.tokenizer import AlbertTokenizer
 
 # Registers what a saved training output refers to (Lamb, its schedule, the MLM loss) with
 # Keras, so that `keras.models.load_model` needs nothing but `import keras_albert`.
@@ -19,6 +22,10 @@ __all__ = [
     "AlbertBackbone",
     "AlbertClassifier",
     "AlbertConfig",
+    "AlbertPacker",
     "AlbertPretrainer",
+    "AlbertTokenizer",
     "get_preset",
+    "load_checkpoint",
+    "save_checkpoint",
 ]

@@ -98,3 +98,9 @@ def require_index(name: str, value, size: int) -> None:
     """An integer in [0, size): an id of a vocabulary of `size` entries, say."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 0 <= value < size:
         raise ValueError(f"`{name}` must be an integer in [0, {size}). Received: {name}={value!r}")
+
+
+def require_bool(name: str, value) -> None:
+    """`True` or `False` (not 0/1, not a string)."""
+    if not isinstance(value, bool):
+        raise ValueError(f"`{name}` must be a bool. Received: {name}={value!r}")

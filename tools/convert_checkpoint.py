@@ -1,39 +1,84 @@
-"""Convert an ALBERT checkpoint: original TF1 / Hugging Face / .keras → .keras, weights or HF.
+"""Convert an ALBERT checkpoint (any form load_checkpoint reads) → .keras, .weights.h5 or HF.
 
 Examples:
   python tools/convert_checkpoint.py albert_base/ albert_base.keras
   python tools/convert_checkpoint.py hf_albert_dir/ ours.keras --model backbone
   python tools/convert_checkpoint.py ours.keras hf_out_dir/ --to hf
+  python tools/convert_checkpoint.py runs/pretraining/ backbone.keras --model backbone
+  python tools/convert_checkpoint.py pretrainer.weights.h5 ours.keras --config albert_base_v2
 """
 
 import argparse
+import dataclasses
 import os
+from typing import Literal
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
-from keras_albert.convert import load_checkpoint, save_checkpoint  # noqa: E402
-from keras_albert.convert.checkpoints import FORMATS  # noqa: E402
+from keras_albert.cli import add_options, options_from_args  # noqa: E402
+from keras_albert.convert import (  # noqa: E402
+    FORMATS,
+    MODEL_KINDS,
+    load_checkpoint,
+    save_checkpoint,
+)
+from keras_albert.convert.checkpoints import WRITE_FORMATS  # noqa: E402
 
 
-def main() -> None:
+@dataclasses.dataclass(frozen=True)
+class ConvertOptions:
+    """One conversion.
+
+    Args:
+        source: the checkpoint: a preset name, config JSON, .keras, .weights.h5, Hugging Face
+            or original TF1 directory, TF1 prefix, or a training output directory.
+        destination: a .keras or .weights.h5 file, or a directory for a Hugging Face model.
+        format: the source's form; auto tells it from the path.
+        model: the model to write (backbone, pretrainer or classifier); default: the
+            checkpoint's own.
+        config: the architecture (preset name or config JSON) for a .weights.h5 file or a
+            TF1 prefix.
+        num_classes: for a classifier whose checkpoint does not say.
+        to: the written format; auto: .keras / .weights.h5 by extension, else Hugging Face.
+    """
+
+    source: str = dataclasses.field(metadata={"flag": False})
+    destination: str = dataclasses.field(metadata={"flag": False})
+    format: Literal[FORMATS] = "auto"
+    model: str | None = dataclasses.field(default=None, metadata={"choices": MODEL_KINDS})
+    config: str | None = None
+    num_classes: int | None = None
+    to: Literal[WRITE_FORMATS] = "auto"
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__.splitlines()[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="\n".join(__doc__.splitlines()[2:]),
     )
-    parser.add_argument("source", help="checkpoint directory, TF1 prefix or .keras file")
-    parser.add_argument("destination", help=".keras / .weights.h5 file, or a directory for --to hf")
-    parser.add_argument("--format", default="auto", choices=FORMATS, help="source format")
-    parser.add_argument("--model", choices=["backbone", "pretrainer", "classifier"])
-    parser.add_argument("--num-classes", type=int, help="for a classifier without a head")
-    parser.add_argument("--to", default="auto", choices=["auto", "keras", "hf"])
-    args = parser.parse_args()
-    model = load_checkpoint(
-        args.source, format=args.format, model=args.model, num_classes=args.num_classes
+    parser.add_argument("source", help="the checkpoint (see --help's description)")
+    parser.add_argument("destination", help=".keras / .weights.h5 file, or an HF directory")
+    add_options(parser, ConvertOptions)
+    return parser
+
+
+def main() -> None:
+    args = build_parser().parse_args()
+    options = options_from_args(
+        args, ConvertOptions, source=args.source, destination=args.destination
     )
-    save_checkpoint(model, args.destination, format=args.to)
+    model = load_checkpoint(
+        options.source,
+        format=options.format,
+        model=options.model,
+        config=options.config,
+        num_classes=options.num_classes,
+    )
+    save_checkpoint(model, options.destination, format=options.to)
     print(
-        f"wrote {type(model).__name__} ({model.count_params():,} parameters) to {args.destination}"
+        f"wrote {type(model).__name__} ({model.count_params():,} parameters) to "
+        f"{options.destination}"
     )
 
 

@@ -1,58 +1,99 @@
-"""Export a keras_albert checkpoint + SentencePiece model for TF Serving (saved_models/<name>/<v>/).
+"""Export an ALBERT checkpoint + its SentencePiece model for TF Serving (<output-dir>/<name>/<v>/).
+
+The checkpoint is any form `keras_albert.load_checkpoint` reads; the SentencePiece model is
+found beside it (or named by a pretraining run's run.json) unless --sentencepiece-model says.
 
 Examples:
-  python tools/export_saved_model.py sst2.keras 30k-clean.model --name sst2
-  python tools/export_saved_model.py mrpc.keras 30k-clean.model --name mrpc --pair \\
-      --class-names not_equivalent equivalent
-  python tools/export_saved_model.py albert_base/ 30k-clean.model --name embeddings --model backbone
+  python tools/export_saved_model.py runs/sst2/best.keras --name sst2
+  python tools/export_saved_model.py mrpc.keras --sentencepiece-model 30k-clean.model \\
+      --name mrpc --pair --class-names not_equivalent equivalent
+  python tools/export_saved_model.py albert_base/ --name embeddings --model backbone
 """
 
 import argparse
+import dataclasses
 import os
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+from keras_albert.cli import add_options, options_from_args  # noqa: E402
+from keras_albert.convert import MODEL_KINDS  # noqa: E402
 from keras_albert.export import BatchingParameters, export_checkpoint  # noqa: E402
 
 
-def main() -> None:
+@dataclasses.dataclass(frozen=True)
+class ExportOptions:
+    """One export.
+
+    Args:
+        checkpoint: the checkpoint (.keras, HF or TF1 directory, training output, ...).
+        sentencepiece_model: the tokenizer's SentencePiece model; default: the one beside
+            the checkpoint or named by its run.json.
+        name: model name (its directory and its entry in models.config).
+        output_dir: the TF Serving base directory (models.config, <name>/<version>/).
+        version: the version number; default: one more than the latest.
+        model: backbone, pretrainer or classifier; default: the checkpoint's own.
+        config: the architecture (preset name or config JSON) for a .weights.h5 checkpoint.
+        num_classes: for a classifier whose checkpoint does not say.
+        pair: serving_default takes text and text_pair.
+        max_sequence_length: the serving packing length; default: the model's limit.
+        pad_to_max_length: pad every request to max_sequence_length.
+        class_names: names for serve_examples' classes.
+        warmup_texts: file of warmup texts, one per line (TAB separates a pair).
+        base_path_prefix: base path written in models.config, e.g. /models.
+        max_batch_size: batching_parameters.txt's max_batch_size.
+    """
+
+    checkpoint: str = dataclasses.field(metadata={"flag": False})
+    sentencepiece_model: str | None = None
+    name: str = "albert"
+    output_dir: str = "saved_models"
+    version: int | None = None
+    model: str | None = dataclasses.field(default=None, metadata={"choices": MODEL_KINDS})
+    config: str | None = None
+    num_classes: int | None = None
+    pair: bool = False
+    max_sequence_length: int | None = None
+    pad_to_max_length: bool = False
+    class_names: tuple[str, ...] | None = dataclasses.field(
+        default=None, metadata={"parse": str, "nargs": "+"}
+    )
+    warmup_texts: str | None = None
+    base_path_prefix: str | None = None
+    max_batch_size: int = BatchingParameters.max_batch_size
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__.splitlines()[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="\n".join(__doc__.splitlines()[2:]),
     )
-    parser.add_argument("checkpoint", help=".keras file, HF directory or original TF1 release")
-    parser.add_argument("sentencepiece_model", help="the tokenizer's SentencePiece model file")
-    parser.add_argument("--name", default="albert", help="model name (directory and config)")
-    parser.add_argument("--base-dir", default="saved_models")
-    parser.add_argument("--version", type=int, help="default: one more than the latest")
-    parser.add_argument("--model", choices=["backbone", "pretrainer", "classifier"])
-    parser.add_argument("--num-classes", type=int, help="for a checkpoint that does not say")
-    parser.add_argument("--pair", action="store_true", help="serving_default takes text_pair")
-    parser.add_argument("--max-sequence-length", type=int, help="default: the model's")
-    parser.add_argument("--pad-to-max-length", action="store_true", help="fixed padding")
-    parser.add_argument("--class-names", nargs="+", help="names for serve_examples' classes")
-    parser.add_argument("--warmup-texts", help="file of warmup texts, one per line (TAB: pair)")
-    parser.add_argument("--base-path-prefix", help='base path in models.config, e.g. "/models"')
-    parser.add_argument("--max-batch-size", type=int, default=32, help="batching_parameters.txt")
-    args = parser.parse_args()
+    parser.add_argument("checkpoint", help="the checkpoint (any form load_checkpoint reads)")
+    add_options(parser, ExportOptions)
+    return parser
 
+
+def main() -> None:
+    args = build_parser().parse_args()
+    options = options_from_args(args, ExportOptions, checkpoint=args.checkpoint)
     path = export_checkpoint(
-        args.checkpoint,
-        args.sentencepiece_model,
-        num_classes=args.num_classes,
-        model_kind=args.model,
-        base_dir=args.base_dir,
-        name=args.name,
-        version=args.version,
-        text_pair=args.pair,
-        max_sequence_length=args.max_sequence_length,
-        pad_to_max_length=args.pad_to_max_length,
-        class_names=args.class_names,
-        batching=BatchingParameters(max_batch_size=args.max_batch_size),
-        base_path_prefix=args.base_path_prefix,
-        warmup_file=args.warmup_texts,
+        options.checkpoint,
+        options.sentencepiece_model,
+        num_classes=options.num_classes,
+        model_kind=options.model,
+        config=options.config,
+        base_dir=options.output_dir,
+        name=options.name,
+        version=options.version,
+        text_pair=options.pair,
+        max_sequence_length=options.max_sequence_length,
+        pad_to_max_length=options.pad_to_max_length,
+        class_names=options.class_names and list(options.class_names),
+        batching=BatchingParameters(max_batch_size=options.max_batch_size),
+        base_path_prefix=options.base_path_prefix,
+        warmup_file=options.warmup_texts,
     )
     print(f"wrote {path}")
 

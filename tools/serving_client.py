@@ -7,43 +7,73 @@ Examples:
 """
 
 import argparse
+import dataclasses
 import os
+from typing import Literal
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+from keras_albert.cli import add_options, options_from_args  # noqa: E402
 from keras_albert.export.client import PROTOCOLS, send_texts  # noqa: E402
 from keras_albert.export.requests import REST_FORMATS  # noqa: E402
 
 
-def main() -> None:
+@dataclasses.dataclass(frozen=True)
+class ClientOptions:
+    """One request.
+
+    Args:
+        texts: the texts; with --pair, text and pair alternate.
+        model: the model's name in models.config.
+        host: the server's host.
+        protocol: REST or gRPC.
+        format: the REST body's layout (instances: row format, inputs: columnar).
+        rest_port: the server's --rest_api_port.
+        grpc_port: the server's --port.
+        version: a model version; default: the server's latest.
+        pair: the texts are (text, text_pair) pairs.
+    """
+
+    texts: tuple[str, ...] = dataclasses.field(metadata={"flag": False})
+    model: str = "albert"
+    host: str = "localhost"
+    protocol: Literal[PROTOCOLS] = "rest"
+    format: Literal[REST_FORMATS] = "instances"
+    rest_port: int = 8501
+    grpc_port: int = 8500
+    version: int | None = None
+    pair: bool = False
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__.splitlines()[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="\n".join(__doc__.splitlines()[2:]),
     )
     parser.add_argument("texts", nargs="+", help="texts; with --pair, text and pair alternate")
-    parser.add_argument("--model", default="albert", help="model name in models.config")
-    parser.add_argument("--host", default="localhost")
-    parser.add_argument("--protocol", default="rest", choices=PROTOCOLS)
-    parser.add_argument("--format", default="instances", choices=REST_FORMATS, help="REST body")
-    parser.add_argument("--rest-port", type=int, default=8501)
-    parser.add_argument("--grpc-port", type=int, default=8500)
-    parser.add_argument("--version", type=int, help="a version (default: the server's latest)")
-    parser.add_argument("--pair", action="store_true", help="texts are (text, text_pair) pairs")
+    add_options(parser, ClientOptions)
+    return parser
+
+
+def main() -> None:
+    parser = build_parser()
     args = parser.parse_args()
-    if args.pair and len(args.texts) % 2:
-        parser.error(f"--pair needs an even number of texts, received {len(args.texts)}")
-    texts, pairs = (args.texts[0::2], args.texts[1::2]) if args.pair else (args.texts, None)
+    options = options_from_args(args, ClientOptions, texts=tuple(args.texts))
+    if options.pair and len(options.texts) % 2:
+        parser.error(f"--pair needs an even number of texts. Received: {len(options.texts)}")
+    texts = options.texts
+    texts, pairs = (texts[0::2], texts[1::2]) if options.pair else (texts, None)
     outputs = send_texts(
-        texts,
-        pairs,
-        model_name=args.model,
-        host=args.host,
-        protocol=args.protocol,
-        rest_format=args.format,
-        rest_port=args.rest_port,
-        grpc_port=args.grpc_port,
-        version=args.version,
+        list(texts),
+        pairs and list(pairs),
+        model_name=options.model,
+        host=options.host,
+        protocol=options.protocol,
+        rest_format=options.format,
+        rest_port=options.rest_port,
+        grpc_port=options.grpc_port,
+        version=options.version,
     )
     for name, value in sorted(outputs.items()):
         print(f"{name}: {value.tolist()}")

@@ -1,5 +1,25 @@
-"""Checkpoint converters (Hugging Face, original TF1): declarative name tables, loud checks."""
+"""Checkpoints in and out: one resolver for every source, converters with declarative tables."""
 
-from keras_albert.convert.checkpoints import detect_format, load_checkpoint, save_checkpoint
+from keras_albert.convert.checkpoints import save_checkpoint
+from keras_albert.convert.resolve import (
+    ACCEPTED_FORMS,
+    FORMATS,
+    MODEL_KINDS,
+    CheckpointNotFoundError,
+    detect_format,
+    find_sentencepiece_model,
+    load_checkpoint,
+    resolve_config,
+)
 
-__all__ = ["detect_format", "load_checkpoint", "save_checkpoint"]
+__all__ = [
+    "ACCEPTED_FORMS",
+    "FORMATS",
+    "MODEL_KINDS",
+    "CheckpointNotFoundError",
+    "detect_format",
+    "find_sentencepiece_model",
+    "load_checkpoint",
+    "resolve_config",
+    "save_checkpoint",
+]

@@ -64,7 +64,10 @@ def hf_name_table(
             the models with heads.
     """
     if config.sharing != "all":
-        raise ValueError(f"HF ALBERT has only sharing='all'. Received: sharing={config.sharing!r}")
+        raise ValueError(
+            "`sharing` must be 'all' (HF ALBERT shares every layer). "
+            f"Received: sharing={config.sharing!r}"
+        )
     p = backbone_prefix
     table = [
         Entry("embedding/token_embedding/embeddings", f"{p}embeddings.word_embeddings.weight"),
@@ -111,7 +114,8 @@ def _table_for(model) -> tuple[list[Entry], dict[str, str]]:
     if isinstance(model, AlbertBackbone):
         return hf_name_table(model.albert_config), {}
     raise ValueError(
-        f"Expected an AlbertBackbone or AlbertPretrainer. Received: {type(model).__name__}"
+        "`model` must be an AlbertBackbone, AlbertPretrainer or AlbertClassifier. "
+        f"Received: model={type(model).__name__}"
     )
 
 
@@ -162,7 +166,10 @@ def hf_architecture(model) -> str:
         return "AlbertForPreTraining"
     if isinstance(model, AlbertBackbone):
         return "AlbertModel"
-    raise ValueError(f"Expected an ALBERT model. Received: {type(model).__name__}")
+    raise ValueError(
+        "`model` must be an AlbertBackbone, AlbertPretrainer or AlbertClassifier. "
+        f"Received: model={type(model).__name__}"
+    )
 
 
 def read_hf_directory(path: str | os.PathLike) -> tuple[dict, dict[str, np.ndarray]]:
@@ -170,7 +177,10 @@ def read_hf_directory(path: str | os.PathLike) -> tuple[dict, dict[str, np.ndarr
     path = os.fspath(path)
     config_path = os.path.join(path, "config.json")
     if not os.path.isfile(config_path):
-        raise ValueError(f"No Hugging Face model in {path!r}: {config_path!r} does not exist.")
+        raise ValueError(
+            f"`path` must be a Hugging Face model directory; {config_path!r} not found. "
+            f"Received: path={path!r}"
+        )
     with open(config_path, encoding="utf-8") as f:
         hf_config = json.load(f)
     safetensors_path = os.path.join(path, "model.safetensors")
@@ -181,7 +191,10 @@ def read_hf_directory(path: str | os.PathLike) -> tuple[dict, dict[str, np.ndarr
         return hf_config, load_file(safetensors_path)
     if os.path.isfile(bin_path):
         return hf_config, _read_pytorch_bin(bin_path)
-    raise ValueError(f"No weights in {path!r}: expected model.safetensors or pytorch_model.bin.")
+    raise ValueError(
+        "`path` must hold model.safetensors or pytorch_model.bin; no weights found. "
+        f"Received: path={path!r}"
+    )
 
 
 def _read_pytorch_bin(path: str) -> dict[str, np.ndarray]:
@@ -200,10 +213,15 @@ def _read_pytorch_bin(path: str) -> dict[str, np.ndarray]:
             f"(torch.load(weights_only=True) failed: {error})"
         ) from error
     if not isinstance(state, dict):
-        raise ValueError(f"Refused {path!r}: expected a dict of tensors, got {type(state)}")
+        raise ValueError(
+            f"Refused {path!r}: it must hold a dict of tensors. Received: a {type(state).__name__}"
+        )
     not_tensors = sorted(k for k, v in state.items() if not isinstance(v, torch.Tensor))
     if not_tensors:
-        raise ValueError(f"Refused {path!r}: entries that are not tensors: {not_tensors}")
+        raise ValueError(
+            f"Refused {path!r}: every entry must be a tensor. Received: non-tensor entries "
+            f"{not_tensors}"
+        )
     return {name: tensor.detach().cpu().numpy() for name, tensor in state.items()}
 
 

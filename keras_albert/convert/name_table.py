@@ -106,7 +106,7 @@ def read_from_table(weights: Iterable, table: list[Entry]) -> dict[str, np.ndarr
     by_path = {variable.path: variable for variable in weights}
     missing = [entry.weight_path for entry in table if entry.weight_path not in by_path]
     if missing:
-        raise ValueError(f"The model has no weights {missing}")
+        raise ValueError(f"`weights` must include every path of the table. Missing: {missing}")
     tensors = {}
     for entry in table:
         value = np.asarray(by_path[entry.weight_path].numpy())

@@ -54,7 +54,10 @@ def tf1_name_table(config: AlbertConfig, heads: str | None = None) -> list[Entry
             "classifier" for `run_classifier`'s `output_weights` / `output_bias`.
     """
     if config.sharing != "all":
-        raise ValueError(f"TF1 ALBERT has only sharing='all'. Received: {config.sharing!r}")
+        raise ValueError(
+            "`sharing` must be 'all' (the original ALBERT shares every layer). "
+            f"Received: sharing={config.sharing!r}"
+        )
     table = [
         Entry("embedding/token_embedding/embeddings", "bert/embeddings/word_embeddings"),
         Entry("embedding/position_embeddings", "bert/embeddings/position_embeddings"),
@@ -87,7 +90,7 @@ def tf1_name_table(config: AlbertConfig, heads: str | None = None) -> list[Entry
         ]
     elif heads is not None:
         raise ValueError(
-            f"`heads` must be None, 'pretraining' or 'classifier'. Received: {heads!r}"
+            f"`heads` must be None, 'pretraining' or 'classifier'. Received: heads={heads!r}"
         )
     return table
 
@@ -100,10 +103,16 @@ def read_tf1_checkpoint(path: str | os.PathLike) -> dict[str, np.ndarray]:
         if latest is None and os.path.exists(os.path.join(path, "variables", "variables.index")):
             latest = os.path.join(path, "variables", "variables")  # a TF-Hub module
         if latest is None:
-            raise ValueError(f"No TF1 checkpoint in directory {path!r} (no 'checkpoint' file).")
+            raise ValueError(
+                f"No TF1 checkpoint in directory {path!r}: `path` must hold a 'checkpoint' file "
+                f"or variables/variables.index. Received: path={path!r}"
+            )
         path = latest
     if not os.path.exists(path + ".index"):
-        raise ValueError(f"No TF1 checkpoint at {path!r}: expected {path + '.index'!r} to exist.")
+        raise ValueError(
+            f"`path` must be a TF1 checkpoint prefix; {path + '.index'!r} not found. "
+            f"Received: path={path!r}"
+        )
     reader = tf.train.load_checkpoint(path)
     return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
 
@@ -126,7 +135,10 @@ def load_tf1_weights(model, tensors) -> None:
     elif isinstance(model, AlbertBackbone):
         heads, config = None, model.albert_config
     else:
-        raise ValueError(f"Expected an ALBERT model. Received: {type(model).__name__}")
+        raise ValueError(
+            "`model` must be an AlbertBackbone, AlbertPretrainer or AlbertClassifier. "
+            f"Received: model={type(model).__name__}"
+        )
     ignore = list(TF1_IGNORE_PATTERNS)
     if heads is None:
         # A backbone may be loaded from any checkpoint: the heads are deliberately left out.

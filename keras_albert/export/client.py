@@ -20,6 +20,7 @@ from keras_albert.export.requests import (
     text_inputs,
 )
 from keras_albert.export.saved_model import SERVING_DEFAULT
+from keras_albert.validation import require_one_of
 
 PROTOCOLS = ("rest", "grpc")
 
@@ -71,10 +72,8 @@ def send_texts(
     timeout: float = 30.0,
 ) -> dict[str, np.ndarray]:
     """Outputs of `serving_default` for `texts` (and `text_pairs`) from a running server."""
-    if protocol not in PROTOCOLS:
-        raise ValueError(f"`protocol` must be one of {PROTOCOLS}, received {protocol!r}")
-    if rest_format not in REST_FORMATS:
-        raise ValueError(f"`rest_format` must be one of {REST_FORMATS}, received {rest_format!r}")
+    require_one_of("protocol", protocol, PROTOCOLS)
+    require_one_of("rest_format", rest_format, REST_FORMATS)
     inputs = text_inputs(texts, text_pairs)
     if protocol == "grpc":
         request = predict_request(model_name, inputs, SERVING_DEFAULT, version)

@@ -22,6 +22,7 @@ from tensorflow_serving.apis import (
 )
 
 from keras_albert.export.saved_model import SERVE_EXAMPLES, SERVING_DEFAULT
+from keras_albert.validation import require_one_of
 
 REST_FORMATS = ("instances", "inputs")
 Text = str | bytes
@@ -34,19 +35,21 @@ def _as_bytes(text: Text) -> bytes:
         # surrogatepass keeps lone surrogates as the bytes a client would send; the model
         # replaces them by U+FFFD like any other invalid UTF-8.
         return text.encode("utf-8", errors="surrogatepass")
-    raise TypeError(f"Expected texts as str or bytes, received {type(text).__name__}: {text!r}")
+    raise TypeError(f"`texts` must hold str or bytes. Received: text={text!r}")
 
 
 def text_inputs(texts: Sequence[Text], text_pairs: Sequence[Text] | None = None) -> dict:
     """`serving_default` inputs as NumPy object arrays of bytes, shape `[batch]`."""
     if isinstance(texts, (str, bytes)):
-        raise TypeError(f"`texts` must be a sequence of texts, received a single text {texts!r}")
+        raise TypeError(
+            f"`texts` must be a sequence of texts, not a single text. Received: texts={texts!r}"
+        )
     inputs = {"text": np.array([_as_bytes(text) for text in texts], dtype=object)}
     if text_pairs is not None:
         if isinstance(text_pairs, (str, bytes)) or len(text_pairs) != len(texts):
             raise ValueError(
-                f"`text_pairs` must be a sequence as long as `texts` ({len(texts)}), "
-                f"received {text_pairs!r}"
+                f"`text_pairs` must be a sequence as long as `texts` ({len(texts)}). "
+                f"Received: text_pairs={text_pairs!r}"
             )
         inputs["text_pair"] = np.array([_as_bytes(text) for text in text_pairs], dtype=object)
     return inputs
@@ -120,8 +123,7 @@ def rest_body(
     `format="instances"` is TF Serving's row format (one object per example, or bare values
     when there is a single input); `"inputs"` is the columnar format (one list per input).
     """
-    if format not in REST_FORMATS:
-        raise ValueError(f"`format` must be one of {REST_FORMATS}, received {format!r}")
+    require_one_of("format", format, REST_FORMATS)
     columns = {name: _json_value(np.asarray(value).tolist()) for name, value in inputs.items()}
     body = {"signature_name": signature_name}
     if format == "inputs":

@@ -43,6 +43,7 @@ import tensorflow as tf
 
 from keras_albert.models import AlbertBackbone, AlbertClassifier, AlbertPretrainer
 from keras_albert.text.tokenizer import AlbertTokenizer
+from keras_albert.validation import require_bool, require_int
 
 SERVING_DEFAULT = "serving_default"
 SERVE_TOKEN_IDS = "serve_token_ids"
@@ -61,8 +62,8 @@ def model_task(model: keras.Model) -> str:
     if isinstance(model, AlbertBackbone):
         return "backbone"
     raise TypeError(
-        "Expected an AlbertClassifier, AlbertBackbone or AlbertPretrainer, "
-        f"received {type(model).__name__}"
+        "`model` must be an AlbertClassifier, AlbertBackbone or AlbertPretrainer. "
+        f"Received: model={type(model).__name__}"
     )
 
 
@@ -113,38 +114,38 @@ class AlbertServingModule(tf.Module):
         task = model_task(model)
         if not isinstance(tokenizer, AlbertTokenizer):
             raise TypeError(
-                f"`tokenizer` must be an AlbertTokenizer, received {type(tokenizer).__name__}"
+                "`tokenizer` must be an AlbertTokenizer. "
+                f"Received: tokenizer={type(tokenizer).__name__}"
             )
-        for argument, value in (("text_pair", text_pair), ("pad_to_max_length", pad_to_max_length)):
-            if not isinstance(value, bool):
-                raise TypeError(f"`{argument}` must be a bool, received {value!r}")
+        require_bool("text_pair", text_pair)
+        require_bool("pad_to_max_length", pad_to_max_length)
         config = _backbone_of(model).albert_config
         if tokenizer.vocabulary_size != config.vocabulary_size:
             raise ValueError(
-                f"The tokenizer has {tokenizer.vocabulary_size} pieces but the model's "
-                f"vocabulary_size is {config.vocabulary_size}; they must match."
+                f"`tokenizer` must have the model's vocabulary_size={config.vocabulary_size} "
+                f"pieces. Received: a tokenizer of {tokenizer.vocabulary_size} pieces"
             )
         if max_sequence_length is None:
             max_sequence_length = config.max_sequence_length
-        if (
-            isinstance(max_sequence_length, bool)
-            or not isinstance(max_sequence_length, int)
-            or not 3 <= max_sequence_length <= config.max_sequence_length
-        ):
+        require_int("max_sequence_length", max_sequence_length, 3)
+        if max_sequence_length > config.max_sequence_length:
             raise ValueError(
-                "`max_sequence_length` must be an int in [3, the model's max_sequence_length="
-                f"{config.max_sequence_length}], received {max_sequence_length!r}"
+                "`max_sequence_length` must be at most the model's max_sequence_length="
+                f"{config.max_sequence_length}. Received: max_sequence_length={max_sequence_length}"
             )
         if class_names is not None:
             if task != "classification":
-                raise ValueError(f"`class_names` is for classifiers only; this model is a {task}")
+                raise ValueError(
+                    f"`class_names` must be None for a {task} model (they name a classifier's "
+                    f"classes). Received: class_names={class_names!r}"
+                )
             class_names = tuple(class_names)
             if len(class_names) != model.num_classes or not all(
                 isinstance(name, str) for name in class_names
             ):
                 raise ValueError(
-                    f"`class_names` must be {model.num_classes} strings (one per class), "
-                    f"received {class_names!r}"
+                    f"`class_names` must be {model.num_classes} strings (one per class). "
+                    f"Received: class_names={class_names!r}"
                 )
         elif task == "classification":
             class_names = tuple(str(index) for index in range(model.num_classes))

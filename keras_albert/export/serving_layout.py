@@ -42,6 +42,7 @@ from keras_albert.export.saved_model import (
     AlbertServingModule,
 )
 from keras_albert.text.tokenizer import AlbertTokenizer
+from keras_albert.validation import require_file, require_int, require_positive_int
 
 WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
 MAX_WARMUP_RECORDS = 1000  # TF Serving reads at most this many warmup records
@@ -91,8 +92,7 @@ def write_version(
     os.makedirs(model_dir, exist_ok=True)
     if version is None:
         version = next_version(model_dir)
-    if isinstance(version, bool) or not isinstance(version, int) or version < 0:
-        raise ValueError(f"`version` must be a non-negative int, received {version!r}")
+    require_int("version", version, 0)
     final = os.path.join(model_dir, str(version))
     if os.path.exists(final):
         raise FileExistsError(
@@ -132,15 +132,18 @@ def warmup_records(
         text_pairs.append(texts[-1])
         if len(text_pairs) != len(texts):
             raise ValueError(
-                f"`text_pairs` must be as long as `texts` ({len(texts) - 1}), "
-                f"received {len(text_pairs) - 1}"
+                f"`text_pairs` must be as long as `texts` ({len(texts) - 1}). "
+                f"Received: {len(text_pairs) - 1} text_pairs"
             )
     elif text_pairs is not None:
-        raise ValueError("`text_pairs` given, but the model takes one text (text_pair=False)")
-    if not batch_sizes or any(
-        isinstance(size, bool) or not isinstance(size, int) or size < 1 for size in batch_sizes
-    ):
-        raise ValueError(f"`batch_sizes` must be positive ints, received {batch_sizes!r}")
+        raise ValueError(
+            "`text_pairs` must be None: the model takes one text (text_pair=False). "
+            f"Received: text_pairs={text_pairs!r}"
+        )
+    if not batch_sizes:
+        raise ValueError(f"`batch_sizes` must not be empty. Received: batch_sizes={batch_sizes!r}")
+    for size in batch_sizes:
+        require_positive_int("batch_sizes", size)
 
     records = []
     for batch_size in batch_sizes:
@@ -264,22 +267,13 @@ class BatchingParameters:
 
     def __post_init__(self):
         for field in ("max_batch_size", "batch_timeout_micros", "max_enqueued_batches"):
-            value = getattr(self, field)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"`{field}` must be a non-negative int, received {value!r}")
-        if (
-            isinstance(self.num_batch_threads, bool)
-            or not isinstance(self.num_batch_threads, int)
-            or self.num_batch_threads < 1
-        ):
-            raise ValueError(
-                f"`num_batch_threads` must be a positive int, received {self.num_batch_threads!r}"
-            )
+            require_int(field, getattr(self, field), 0)
+        require_positive_int("num_batch_threads", self.num_batch_threads)
         sizes = tuple(self.allowed_batch_sizes)
         if sizes and (sorted(sizes) != list(sizes) or sizes[-1] != self.max_batch_size):
             raise ValueError(
                 "`allowed_batch_sizes` must increase and end with max_batch_size="
-                f"{self.max_batch_size}, received {sizes!r}"
+                f"{self.max_batch_size}. Received: allowed_batch_sizes={sizes!r}"
             )
 
     def to_text(self) -> str:
@@ -330,7 +324,7 @@ def export_for_serving(
     version's path.
     """
     if not isinstance(name, str) or not name or name.startswith(".") or os.sep in name:
-        raise ValueError(f"`name` must be a plain directory name, received {name!r}")
+        raise ValueError(f"`name` must be a plain directory name. Received: name={name!r}")
     module = AlbertServingModule(
         model,
         tokenizer,
@@ -366,29 +360,44 @@ def read_warmup_texts(path: str | os.PathLike) -> tuple[list[str], list[str]]:
             texts.append(text)
             pairs.append(pair)
     if not texts:
-        raise ValueError(f"No warmup texts in {os.fspath(path)!r}")
+        raise ValueError(
+            f"`warmup_file` must hold at least one text. Received: warmup_file={os.fspath(path)!r}"
+        )
     return texts, pairs
 
 
 def export_checkpoint(
     checkpoint: str | os.PathLike,
-    sentencepiece_model: str | os.PathLike,
+    sentencepiece_model: str | os.PathLike | None = None,
     num_classes: int | None = None,
     model_kind: str | None = None,
     warmup_file: str | os.PathLike | None = None,
+    config=None,
     **options,
 ) -> str:
-    """`export_for_serving` of a checkpoint `keras_albert.convert.load_checkpoint` reads.
+    """`export_for_serving` of any checkpoint `keras_albert.convert.load_checkpoint` reads.
 
-    `warmup_file` gives the warmup texts (see `read_warmup_texts`); `options` are
-    `export_for_serving`'s keyword arguments.
+    `sentencepiece_model` defaults to the one found beside the checkpoint
+    (`keras_albert.convert.find_sentencepiece_model`); `model_kind`, `config` and
+    `num_classes` are `load_checkpoint`'s `model`, `config` and `num_classes`; `warmup_file`
+    gives the warmup texts (see `read_warmup_texts`); `options` are `export_for_serving`'s
+    keyword arguments.
     """
-    from keras_albert.convert import load_checkpoint
+    from keras_albert.convert import find_sentencepiece_model, load_checkpoint
 
+    if sentencepiece_model is None:
+        sentencepiece_model = find_sentencepiece_model(checkpoint)
+    if sentencepiece_model is None:
+        raise ValueError(
+            "`sentencepiece_model` must be given: none was found beside the checkpoint or "
+            f"named by its run.json. Received: checkpoint={os.fspath(checkpoint)!r}, "
+            "sentencepiece_model=None"
+        )
+    require_file("sentencepiece_model", sentencepiece_model)
     if warmup_file is not None:
         texts, pairs = read_warmup_texts(warmup_file)
         options["warmup_texts"] = texts
         if options.get("text_pair"):
             options["warmup_text_pairs"] = pairs
-    model = load_checkpoint(checkpoint, model=model_kind, num_classes=num_classes)
+    model = load_checkpoint(checkpoint, model=model_kind, config=config, num_classes=num_classes)
     return export_for_serving(model, AlbertTokenizer(sentencepiece_model), **options)

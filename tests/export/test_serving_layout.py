@@ -56,7 +56,7 @@ def test_versions_are_automatic_and_never_overwritten(tmp_path):
     with pytest.raises(FileExistsError, match="Version 2 already exists"):
         write_version(model_dir, _write_marker("again"), version=2)
     assert (model_dir / "2" / "marker.txt").read_text() == "two"
-    with pytest.raises(ValueError, match="non-negative int"):
+    with pytest.raises(ValueError, match="`version` must be an integer"):
         write_version(model_dir, _write_marker("bad"), version="3")
     assert sorted(os.listdir(model_dir)) == ["1", "10", "2"]
 
@@ -232,10 +232,11 @@ def test_export_cli_from_a_keras_file(served, tmp_path):
             sys.executable,
             os.path.join(repository, "tools", "export_saved_model.py"),
             str(checkpoint),
+            "--sentencepiece-model",
             os.path.join(repository, "tests", "data", "30k-clean.model"),
             "--name",
             "stsb",
-            "--base-dir",
+            "--output-dir",
             str(base_dir),
             "--max-sequence-length",
             "48",

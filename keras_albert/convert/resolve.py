@@ -1,0 +1,401 @@
+"""The one answer to "what is a checkpoint": every source a keras_albert model can start from.
+
+Pretraining init, fine-tuning init, the export and the converter all call `load_checkpoint`.
+A source (`ACCEPTED_FORMS`; no network access) is:
+
+- a preset name (`keras_albert.PRESETS`): fresh weights of that architecture;
+- a config JSON file (ours, the original `albert_config.json` or HF `config.json`; a `.json`
+  name, or any file holding a JSON object): fresh weights;
+- a `.keras` file of an `AlbertBackbone`, `AlbertPretrainer` or `AlbertClassifier`;
+- a `.weights.h5` file: weights only, so `config=` must give the architecture;
+- a Hugging Face directory (`config.json` + `model.safetensors` or `pytorch_model.bin`);
+- an original TF1 directory (`albert_config.json` + `model.ckpt-*`, or a TF-Hub module's
+  `variables/`) or a checkpoint prefix (`model.ckpt-100`, with `config=`);
+- a training output directory: `pretrainer.keras` (or its one `.keras` file, e.g. fine-tuning's
+  `best.keras`), or else the latest `checkpoints/ckpt-N` of an unfinished pretraining run, with
+  the architecture recorded in its `run.json` / `summary.json` (or `config=`).
+
+`model="backbone"|"pretrainer"|"classifier"` asks for a kind: a backbone is taken out of a
+pretrainer or classifier; a pretrainer or classifier built around a checkpoint without those
+heads gets fresh ones, and one printed line says so. `.keras` files are loaded without their
+training state (`compile=False`): the weights, not the optimizer.
+"""
+
+import json
+import os
+import zipfile
+
+import h5py
+import keras
+import tensorflow as tf
+
+from keras_albert.config import PRESETS, AlbertConfig, get_preset
+from keras_albert.convert.huggingface import HF_ARCHITECTURES, load_hf_weights, read_hf_directory
+from keras_albert.convert.tf1 import load_tf1_weights, read_tf1_checkpoint, tf1_heads
+from keras_albert.models import AlbertBackbone, AlbertClassifier, AlbertPretrainer
+from keras_albert.validation import require_int, require_one_of
+
+FORMATS = ("auto", "preset", "config", "keras", "weights", "hf", "tf1", "training_output")
+MODEL_KINDS = ("backbone", "pretrainer", "classifier")
+ACCEPTED_FORMS = (
+    f"a preset name ({', '.join(PRESETS)})",
+    "a config JSON file (ours, albert_config.json or a Hugging Face config.json)",
+    "a .keras file of an AlbertBackbone, AlbertPretrainer or AlbertClassifier",
+    "a .weights.h5 file, with `config` giving the architecture",
+    "a Hugging Face directory (config.json + model.safetensors or pytorch_model.bin)",
+    "an original TF1 directory (albert_config.json + model.ckpt-*) or a checkpoint prefix "
+    "(with .index), with `config` for a prefix",
+    "a training output directory (pretrainer.keras or one .keras file, or checkpoints/ckpt-N "
+    "with the config recorded in run.json or summary.json)",
+)
+# A pretraining output's files (see keras_albert.training.pretraining).
+_RUN_FILES = ("run.json", "summary.json")
+_SENTENCEPIECE_KEYS = ("sentencepiece_model", "vocabulary")  # `vocabulary`: the older name
+
+
+class CheckpointNotFoundError(FileNotFoundError, ValueError):
+    """A checkpoint path that does not exist (both a `FileNotFoundError` and a `ValueError`)."""
+
+
+def detect_format(source: str | os.PathLike) -> str:
+    """The form of `source`: one of `FORMATS` but "auto"; one error listing them otherwise."""
+    source = os.fspath(source)
+    if source in PRESETS and not os.path.exists(source):
+        return "preset"
+    if os.path.isfile(source):
+        if source.endswith(".weights.h5"):
+            return "weights"
+        if source.endswith(".keras"):
+            return "keras"
+        if source.endswith(".json") or _starts_with_brace(source):
+            return "config"
+    elif os.path.isdir(source):
+        if os.path.isfile(os.path.join(source, "config.json")):
+            return "hf"
+        if os.path.isfile(os.path.join(source, "albert_config.json")):
+            return "tf1"
+        if _training_output_model(source) or _latest_training_checkpoint(source):
+            return "training_output"
+    elif os.path.isfile(source + ".index"):
+        return "tf1"
+    else:
+        raise CheckpointNotFoundError(
+            f"Cannot tell the checkpoint format: `source` must be an existing file, directory, "
+            f"TF1 checkpoint prefix or preset name; not found. Received: source={source!r}"
+        )
+    forms = "".join(f"\n  - {form}" for form in ACCEPTED_FORMS)
+    raise ValueError(
+        f"Cannot tell the checkpoint format: `source` must be one of:{forms}\n"
+        f"Received: source={source!r}"
+    )
+
+
+def _starts_with_brace(path: str) -> bool:
+    """A JSON object whatever the file's name (a config saved as `albert.cfg`, say)."""
+    with open(path, "rb") as file:
+        return file.read(64).lstrip().startswith(b"{")
+
+
+def resolve_config(
+    source: str | os.PathLike | AlbertConfig, config: AlbertConfig | str | None = None
+) -> AlbertConfig:
+    """The architecture of `source` (any `load_checkpoint` source, or an `AlbertConfig`),
+    without loading weights where the source says it in a file. `config` wins when given."""
+    if isinstance(source, AlbertConfig):
+        return source
+    if config is not None:
+        return config if isinstance(config, AlbertConfig) else resolve_config(config)
+    source = os.fspath(source)
+    form = detect_format(source)
+    if form == "preset":
+        return get_preset(source)
+    if form == "config":
+        return AlbertConfig.from_json(source)
+    if form == "hf":
+        return AlbertConfig.from_json(os.path.join(source, "config.json"))
+    if form == "tf1" and os.path.isdir(source):
+        return AlbertConfig.from_json(os.path.join(source, "albert_config.json"))
+    if form == "keras":
+        return _keras_file_config(source)
+    if form == "training_output":
+        keras_file = _training_output_model(source)
+        return _keras_file_config(keras_file) if keras_file else _recorded_config(source)
+    raise ValueError(
+        f"`config` must be given for {source!r}: a {form} checkpoint holds weights, not the "
+        f"architecture. Received: config=None"
+    )
+
+
+def find_sentencepiece_model(source: str | os.PathLike | None) -> str | None:
+    """The SentencePiece model of a checkpoint, or `None`: the one named by the `run.json`
+    beside it (`sentencepiece_model`, or the older `vocabulary`), else the only `*.model` file
+    beside it (a release's `30k-clean.model`, HF's `spiece.model`, fine-tuning's
+    `tokenizer.model`). A preset name has none."""
+    if source is None:
+        return None
+    source = os.fspath(source)
+    if detect_format(source) == "preset":
+        return None
+    directory = source if os.path.isdir(source) else os.path.dirname(source)
+    recorded = _read_run_file(directory, "run.json")
+    for key in _SENTENCEPIECE_KEYS:
+        if recorded.get(key):
+            return recorded[key]
+    models = sorted(name for name in os.listdir(directory or ".") if name.endswith(".model"))
+    return os.path.join(directory, models[0]) if len(models) == 1 else None
+
+
+def load_checkpoint(
+    source: str | os.PathLike,
+    format: str = "auto",
+    model: str | None = None,
+    config: AlbertConfig | str | None = None,
+    num_classes: int | None = None,
+):
+    """The model a checkpoint holds (or the kind asked for), with its weights.
+
+    Args:
+        source: a preset name or a path, in one of `ACCEPTED_FORMS` (the module docstring).
+        format: one of `FORMATS`; "auto" tells it from `source`.
+        model: "backbone", "pretrainer" or "classifier"; `None` is the checkpoint's own
+            (its HF architecture, the heads its tensors carry, the saved model; a backbone
+            for a preset or config).
+        config: the architecture (an `AlbertConfig`, a preset name or a config JSON path),
+            for a `.weights.h5` file, a TF1 prefix, or a pretraining output without a record.
+        num_classes: for a classifier whose checkpoint does not say.
+    """
+    require_one_of("format", format, FORMATS)
+    require_one_of("model", model, (None, *MODEL_KINDS))
+    require_int("num_classes", num_classes, 1, optional=True)
+    source = os.fspath(source)
+    if format == "auto":
+        format = detect_format(source)
+    if format in ("preset", "config"):
+        loaded = _build(model or "backbone", resolve_config(source), num_classes)
+    elif format == "keras":
+        loaded = _load_keras(source)
+    elif format == "weights":
+        loaded = _load_weights_file(source, resolve_config(source, config), num_classes)
+    elif format == "hf":
+        loaded = _load_hf(source, model, num_classes)
+    elif format == "tf1":
+        loaded = _load_tf1(source, model, config, num_classes)
+    else:
+        loaded = _load_training_output(source, config)
+    return _as_kind(loaded, model, num_classes, source)
+
+
+def _build(kind: str, config: AlbertConfig, num_classes: int | None):
+    backbone = AlbertBackbone.from_albert_config(config)
+    if kind == "backbone":
+        return backbone
+    if kind == "pretrainer":
+        return AlbertPretrainer(backbone)
+    _require_num_classes(num_classes)
+    return AlbertClassifier(backbone, num_classes=num_classes)
+
+
+def _require_num_classes(num_classes) -> None:
+    if num_classes is None:
+        raise ValueError(
+            "`num_classes` must be given to build a classifier (the checkpoint has no "
+            "classifier head). Received: num_classes=None"
+        )
+
+
+def _kind_of(model) -> str:
+    for kind, model_class in zip(
+        MODEL_KINDS, (AlbertBackbone, AlbertPretrainer, AlbertClassifier), strict=True
+    ):
+        if isinstance(model, model_class):
+            return kind
+    raise ValueError(
+        "The checkpoint must hold an AlbertBackbone, AlbertPretrainer or AlbertClassifier. "
+        f"Received: a {type(model).__name__}"
+    )
+
+
+def _as_kind(loaded, kind: str | None, num_classes: int | None, source: str):
+    """`loaded`, or its backbone, or a new model around its backbone with fresh heads."""
+    own = _kind_of(loaded)
+    if kind is None or kind == own:
+        if own == "classifier" and num_classes not in (None, loaded.num_classes):
+            raise ValueError(
+                f"`num_classes` must match the classifier in {source!r} "
+                f"({loaded.num_classes} classes). Received: num_classes={num_classes}"
+            )
+        return loaded
+    backbone = loaded if own == "backbone" else loaded.backbone
+    if kind == "backbone":
+        return backbone
+    if kind == "pretrainer":
+        print(
+            f"keras_albert: {source} holds an {type(loaded).__name__}; the pretrainer's "
+            "masked-LM and sentence-order heads are freshly initialized."
+        )
+        return AlbertPretrainer(backbone)
+    _require_num_classes(num_classes)
+    print(
+        f"keras_albert: {source} holds an {type(loaded).__name__}; the classifier's head is "
+        "freshly initialized."
+    )
+    return AlbertClassifier(backbone, num_classes=num_classes)
+
+
+# --- Keras files ----------------------------------------------------------------------------
+
+
+def _load_keras(path: str):
+    # compile=False: the optimizer of a training output (Lamb, AdamW) is not what a caller
+    # starting from these weights wants, and it spares restoring it.
+    return keras.models.load_model(path, compile=False)
+
+
+def _keras_file_config(path: str) -> AlbertConfig:
+    """The backbone's architecture from a `.keras` file's `config.json`, without its weights."""
+    with zipfile.ZipFile(path) as archive:
+        saved = json.loads(archive.read("config.json"))
+    backbone = _find_backbone_config(saved)
+    if backbone is None:
+        raise ValueError(f"`source` must hold an AlbertBackbone. Received: source={path!r}")
+    fields = AlbertConfig.__dataclass_fields__
+    return AlbertConfig.from_dict({k: v for k, v in backbone.items() if k in fields})
+
+
+def _find_backbone_config(saved):
+    if isinstance(saved, dict):
+        if saved.get("class_name") == "AlbertBackbone":
+            return saved["config"]
+        children = saved.values()
+    elif isinstance(saved, list):
+        children = saved
+    else:
+        return None
+    for child in children:
+        found = _find_backbone_config(child)
+        if found is not None:
+            return found
+    return None
+
+
+def _load_weights_file(path: str, config: AlbertConfig, num_classes: int | None):
+    """A model of the kind the `.weights.h5` file was saved from, with its weights."""
+    # Keras keys a model's layers by their class (snake case), not their name: a pretrainer
+    # holds `masked_lm_head`, a classifier `albert_backbone` beside its `dense` head.
+    with h5py.File(path, "r") as weights:
+        layers = weights.get("layers", {})
+        if "masked_lm_head" in layers:
+            kind = "pretrainer"
+        elif "albert_backbone" in layers and "dense" in layers:
+            kind = "classifier"
+            # The head's kernel: (hidden_dim, num_classes).
+            num_classes = int(layers["dense"]["vars"]["0"].shape[1])
+        else:
+            kind = "backbone"
+    model = _build(kind, config, num_classes)
+    model.load_weights(path)
+    return model
+
+
+# --- Training output directories -------------------------------------------------------------
+
+
+def _training_output_model(directory: str) -> str | None:
+    """`pretrainer.keras`, else the directory's only `.keras` file."""
+    names = sorted(name for name in os.listdir(directory) if name.endswith(".keras"))
+    if "pretrainer.keras" in names:
+        return os.path.join(directory, "pretrainer.keras")
+    return os.path.join(directory, names[0]) if len(names) == 1 else None
+
+
+def _latest_training_checkpoint(directory: str) -> str | None:
+    checkpoints = os.path.join(directory, "checkpoints")
+    return tf.train.latest_checkpoint(checkpoints) if os.path.isdir(checkpoints) else None
+
+
+def _read_run_file(directory: str, name: str) -> dict:
+    path = os.path.join(directory, name)
+    if not os.path.isfile(path):
+        return {}
+    with open(path, encoding="utf-8") as file:
+        values = json.load(file)
+    return values if isinstance(values, dict) else {}
+
+
+def _recorded_config(directory: str) -> AlbertConfig:
+    """The architecture a pretraining run recorded: `config` (the AlbertConfig's fields, or a
+    config path) or `preset` in run.json, else summary.json's `config`."""
+    for name in _RUN_FILES:
+        recorded = _read_run_file(directory, name)
+        if isinstance(recorded.get("config"), dict):
+            return AlbertConfig.from_dict(recorded["config"])
+        for key in ("config", "preset"):
+            if isinstance(recorded.get(key), str):
+                return resolve_config(recorded[key])
+    raise ValueError(
+        f"`config` must be given for {directory!r}: neither {' nor '.join(_RUN_FILES)} records "
+        "the architecture of its checkpoints. Received: config=None"
+    )
+
+
+def _load_training_output(directory: str, config: AlbertConfig | str | None):
+    keras_file = _training_output_model(directory)
+    if keras_file is not None:
+        return _load_keras(keras_file)
+    checkpoint = _latest_training_checkpoint(directory)
+    config = resolve_config(config) if config is not None else _recorded_config(directory)
+    model = AlbertPretrainer(AlbertBackbone.from_albert_config(config))
+    status = tf.train.Checkpoint(model=model).restore(checkpoint)
+    status.expect_partial()  # the optimizer's slots and step are not wanted here
+    status.assert_existing_objects_matched()  # but every weight of the model is
+    print(f"keras_albert: loaded {checkpoint} (no pretrainer.keras in {directory}).")
+    return model
+
+
+# --- Foreign checkpoints ---------------------------------------------------------------------
+
+
+def _load_hf(path: str, kind: str | None, num_classes: int | None):
+    hf_config, tensors = read_hf_directory(path)
+    architecture = (hf_config.get("architectures") or ["AlbertModel"])[0]
+    require_one_of("architectures[0]", architecture, tuple(HF_ARCHITECTURES))
+    own = HF_ARCHITECTURES[architecture]
+    if kind == "backbone":
+        own = "backbone"  # the heads are skipped, not loaded and dropped
+    if own == "classifier":
+        num_classes = int(tensors["classifier.weight"].shape[0])  # (num_labels, hidden)
+    model = _build(own, AlbertConfig.from_hf_config(hf_config), num_classes)
+    # MaskedLM has neither the pooler nor the SOP head: they keep their initialization.
+    allow_uninitialized = [r"^pooler/", r"^sentence_order_head/"]
+    fresh = load_hf_weights(
+        model,
+        tensors,
+        allow_uninitialized=allow_uninitialized if architecture == "AlbertForMaskedLM" else [],
+        ignore_heads=own == "backbone",
+    )
+    if fresh:
+        print(
+            f"keras_albert: {len(fresh)} weights are not in {path} and keep their fresh "
+            f"initialization: {', '.join(sorted(fresh))}"
+        )
+    return model
+
+
+def _load_tf1(path: str, kind: str | None, config, num_classes: int | None):
+    if os.path.isdir(path) and config is None:
+        config = os.path.join(path, "albert_config.json")
+    if config is None:
+        raise ValueError(
+            f"A TF1 checkpoint prefix needs `config` (its albert_config.json): `config` must "
+            f"be given. Received: source={path!r}, config=None"
+        )
+    tensors = read_tf1_checkpoint(path)
+    heads = tf1_heads(tensors)
+    own = {"pretraining": "pretrainer", "classifier": "classifier"}.get(heads, "backbone")
+    if kind == "backbone":
+        own = "backbone"  # the heads are skipped, not loaded and dropped
+    if own == "classifier":
+        num_classes = int(tensors["output_weights"].shape[0])  # (num_classes, hidden)
+    model = _build(own, resolve_config(config), num_classes)
+    load_tf1_weights(model, tensors)
+    return model
