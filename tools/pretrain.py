@@ -89,6 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
         action=_UseTpu,
         nargs="?",
         const="true",
+        metavar="BOOL",
         default=parser.get_default("strategy"),
         help="the original's flag: --use_tpu (or =true) is --strategy tpu",
     )
