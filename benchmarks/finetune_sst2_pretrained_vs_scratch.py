@@ -2,7 +2,7 @@
 from scratch, fine-tuned with the same budget. Run by hand (not a test):
 
     python benchmarks/finetune_sst2_pretrained_vs_scratch.py \\
-        --pretrained runs/austen/model --tokenizer runs/austen/spm/austen.model \\
+        --pretrained runs/austen/model --sentencepiece-model runs/austen/spm/austen.model \\
         --glue-dir ../shared/data/glue --output-dir runs/sst2_compare --scale 0.15
 
 `--pretrained` is a pretraining output directory (with `pretrainer.keras`) or a `.keras` file;
@@ -36,17 +36,14 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
-from keras_albert.training.finetuning import (  # noqa: E402
-    FinetuningOptions,
-    finetune,
-    load_backbone,
-)
+from keras_albert.training.finetuning import FinetuningOptions, finetune  # noqa: E402
+from keras_albert.training.initial_weights import load_backbone  # noqa: E402
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pretrained", required=True)
-    parser.add_argument("--tokenizer", required=True)
+    parser.add_argument("--sentencepiece-model", required=True)
     parser.add_argument("--glue-dir", default="../shared/data/glue")
     parser.add_argument("--output-dir", required=True)
     parser.add_argument("--scale", type=float, default=0.15, help="times run_glue.sh's steps")
@@ -65,14 +62,14 @@ def main() -> None:
     load_backbone(args.pretrained).albert_config.to_json(config_path)
     keras.backend.clear_session()
 
-    train_file = os.path.join(args.glue_dir, "SST-2", "train.tsv")
+    train_data = os.path.join(args.glue_dir, "SST-2", "train.tsv")
     if args.train_examples:
-        train_file = _subset(train_file, args.train_examples, args.seed, args.output_dir)
+        train_data = _subset(train_data, args.train_examples, args.seed, args.output_dir)
     common = dict(
         task="SST-2",
-        train_file=train_file,
-        eval_file=os.path.join(args.glue_dir, "SST-2", "dev.tsv"),
-        tokenizer=args.tokenizer,
+        train_data=train_data,
+        eval_data=os.path.join(args.glue_dir, "SST-2", "dev.tsv"),
+        sentencepiece_model=args.sentencepiece_model,
         sequence_length=args.sequence_length,
         scale=args.scale,
         learning_rate=args.learning_rate,
@@ -94,17 +91,17 @@ def main() -> None:
         results[name] = {
             "best_accuracy": summary["best"]["accuracy"],
             "accuracy_per_epoch": [row["accuracy"] for row in summary["history"]],
-            "total_steps": summary["total_steps"],
+            "train_steps": summary["train_steps"],
             "seconds": round(time.perf_counter() - started, 1),
         }
         print(json.dumps({name: results[name]}))
-    majority = _majority_baseline(common["eval_file"])
+    majority = _majority_baseline(common["eval_data"])
     print(f"\nSST-2 dev accuracy (872 examples; majority class {majority:.4f}):")
     for name, row in results.items():
         print(
             f"  {name:10s} best {row['best_accuracy']:.4f}  per epoch "
             f"{[round(a, 4) for a in row['accuracy_per_epoch']]}  "
-            f"{row['total_steps']} steps, {row['seconds']} s"
+            f"{row['train_steps']} steps, {row['seconds']} s"
         )
     with open(os.path.join(args.output_dir, "comparison.json"), "w", encoding="utf-8") as f:
         json.dump({"args": vars(args), "majority": majority, "results": results}, f, indent=2)

@@ -16,10 +16,14 @@ def require_rate(name: str, value) -> None:
         raise ValueError(f"`{name}` must be a float in [0, 1). Received: {name}={value!r}")
 
 
-def require_divisible(name: str, value: int, divisor_name: str, divisor: int) -> None:
+def require_divisible(
+    name: str, value: int, divisor_name: str, divisor: int, *, reason: str = ""
+) -> None:
+    """`value % divisor == 0`; `reason` (why it must be) is added to the message."""
     if value % divisor != 0:
+        why = f" ({reason})" if reason else ""
         raise ValueError(
-            f"`{name}` must be divisible by `{divisor_name}`. "
+            f"`{name}` must be divisible by `{divisor_name}`{why}. "
             f"Received: {name}={value}, {divisor_name}={divisor}"
         )
 
@@ -104,3 +108,26 @@ def require_bool(name: str, value) -> None:
     """`True` or `False` (not 0/1, not a string)."""
     if not isinstance(value, bool):
         raise ValueError(f"`{name}` must be a bool. Received: {name}={value!r}")
+
+
+def require_given(name: str, value, when: str) -> None:
+    """`value` is not None: `when` says in which case it is needed ("with `dynamic_masking`")."""
+    if value is None:
+        raise ValueError(f"`{name}` must be given {when}. Received: {name}=None")
+
+
+def require_exactly_one(**values) -> None:
+    """Exactly one of the named values is given (not None, not empty)."""
+    given = {name: value for name, value in values.items() if value not in (None, "")}
+    if len(given) != 1:
+        names = ", ".join(f"`{name}`" for name in values)
+        received = ", ".join(f"{name}={value!r}" for name, value in values.items())
+        raise ValueError(f"Exactly one of {names} must be given. Received: {received}")
+
+
+def require_any(**values) -> None:
+    """At least one of the named values is given (not None)."""
+    if all(value is None for value in values.values()):
+        names = ", ".join(f"`{name}`" for name in values)
+        received = ", ".join(f"{name}=None" for name in values)
+        raise ValueError(f"One of {names} must be given. Received: {received}")

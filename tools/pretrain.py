@@ -1,11 +1,39 @@
 """Pretrain ALBERT (MLM + SOP) on pretraining TFRecords; rerun the same command to resume.
 
-    python tools/pretrain.py --preset albert_base_v2 --train-data 'data/train-*.tfrecord' \
-        --eval-data 'data/eval-*.tfrecord' --output-dir runs/base --total-steps 125000 \
+    python tools/pretrain.py --preset albert_base_v2 --train-data 'data/train-*.tfrecord' \\
+        --eval-data 'data/eval-*.tfrecord' --output-dir runs/base --train-steps 125000 \\
         --batch-size 4096 --learning-rate 0.00176 --warmup-steps 3125 --strategy tpu
 
-Every flag is a field of `keras_albert.training.pretraining.PretrainingOptions` (see its
-docstring for the meaning and defaults).
+Every flag is a field of `keras_albert.training.options.PretrainingOptions` (its docstring
+gives the meaning, the default is the dataclass's).
+
+The flags of google-research/albert `run_pretraining.py` (and `--spm_model_file`,
+`--random_seed` of its `create_pretraining_data.py`) are accepted as aliases:
+
+    --input_file              --train-data
+    --output_dir              --output-dir
+    --albert_config_file      --config
+    --init_checkpoint         --init-checkpoint
+    --max_seq_length          --sequence-length (checked against the records)
+    --max_predictions_per_seq --max-predictions-per-sequence
+    --train_batch_size        --batch-size
+    --learning_rate           --learning-rate
+    --num_train_steps         --train-steps
+    --num_warmup_steps        --warmup-steps
+    --save_checkpoints_steps  --checkpoint-every-steps
+    --keep_checkpoint_max     --keep-checkpoints
+    --iterations_per_loop     --steps-per-execution
+    --max_eval_steps          --eval-steps
+    --tpu_name                --tpu-address
+    --use_tpu[=true|false]    --strategy tpu (false: leaves --strategy as it is)
+    --spm_model_file          --sentencepiece-model
+    --random_seed             --seed
+
+Not accepted, for they have no counterpart: `--do_train` (always), `--do_eval` (give
+`--eval-data`), `--eval_batch_size` (the eval batch is `--batch-size`), `--optimizer` (LAMB),
+`--poly_power` (1: linear decay), `--start_warmup_step`, `--init_from_group0`,
+`--masked_lm_budget` (see `--dynamic-masking`), `--tpu_zone`, `--gcp_project`, `--master`,
+`--num_tpu_cores` (the TPU strategy uses every core).
 """
 
 import argparse
@@ -13,56 +41,65 @@ import os
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
-from keras_albert.training.pretraining import PretrainingOptions, pretrain  # noqa: E402
+from keras_albert.cli import add_options, options_from_args  # noqa: E402
+from keras_albert.training.options import PretrainingOptions  # noqa: E402
+
+# The original tools' flag names, by option field.
+ALIASES = {
+    "train_data": ("--input_file",),
+    "output_dir": ("--output_dir",),
+    "config": ("--albert_config_file",),
+    "init_checkpoint": ("--init_checkpoint",),
+    "sequence_length": ("--max_seq_length",),
+    "max_predictions_per_sequence": ("--max_predictions_per_seq",),
+    "batch_size": ("--train_batch_size",),
+    "learning_rate": ("--learning_rate",),
+    "train_steps": ("--num_train_steps",),
+    "warmup_steps": ("--num_warmup_steps",),
+    "checkpoint_every_steps": ("--save_checkpoints_steps",),
+    "keep_checkpoints": ("--keep_checkpoint_max",),
+    "steps_per_execution": ("--iterations_per_loop",),
+    "eval_steps": ("--max_eval_steps",),
+    "tpu_address": ("--tpu_name",),
+    "sentencepiece_model": ("--spm_model_file",),
+    "seed": ("--random_seed",),
+}
 
 
-def _jit_compile(value: str):
-    choices = {"auto": "auto", "true": True, "false": False}
-    if value.lower() not in choices:
-        raise argparse.ArgumentTypeError(f"expected auto, true or false; received {value!r}")
-    return choices[value.lower()]
+class _UseTpu(argparse.Action):
+    """The original's boolean `--use_tpu`: true selects the "tpu" strategy."""
+
+    def __call__(self, parser, namespace, value, option_string=None):
+        if value.lower() not in ("true", "false", "1", "0"):
+            parser.error(f"{option_string} must be true or false. Received: {value!r}")
+        if value.lower() in ("true", "1"):
+            namespace.strategy = "tpu"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="\n".join(__doc__.splitlines()[2:]),
+    )
+    add_options(parser, PretrainingOptions, aliases=ALIASES)
+    parser.add_argument(
+        "--use_tpu",
+        dest="strategy",
+        action=_UseTpu,
+        nargs="?",
+        const="true",
+        metavar="BOOL",
+        default=parser.get_default("strategy"),
+        help="the original's flag: --use_tpu (or =true) is --strategy tpu",
+    )
+    return parser
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    model = parser.add_argument_group("model (one of --preset / --config, or --init-checkpoint)")
-    model.add_argument("--preset", help="e.g. albert_base_v2")
-    model.add_argument("--config", help="ALBERT config JSON (ours, albert_config.json, HF)")
-    model.add_argument("--init-checkpoint", help=".keras, .weights.h5, HF dir or TF1 checkpoint")
-    data = parser.add_argument_group("data")
-    data.add_argument("--train-data", required=True, help="glob(s) of TFRecords, comma-separated")
-    data.add_argument("--eval-data", help="glob(s) of held-out TFRecords")
-    data.add_argument("--eval-steps", type=int, help="batches per evaluation (default: all)")
-    data.add_argument("--eval-every-steps", type=int)
-    data.add_argument("--dynamic-masking", action=argparse.BooleanOptionalAction, default=False)
-    data.add_argument("--vocabulary", help="SentencePiece model (for --dynamic-masking)")
-    data.add_argument("--masked-lm-prob", type=float, default=0.15)
-    data.add_argument("--max-ngram", type=int, default=3)
-    data.add_argument("--shuffle-buffer-size", type=int, default=10_000)
-    run = parser.add_argument_group("run")
-    run.add_argument("--output-dir", required=True, help="checkpoints, logs, summary; resumes")
-    run.add_argument("--total-steps", type=int, required=True)
-    run.add_argument("--batch-size", type=int, required=True, help="global batch size")
-    run.add_argument("--learning-rate", type=float, default=0.00176)
-    run.add_argument("--warmup-steps", type=int, help="default: 2.5%% of --total-steps")
-    run.add_argument("--end-learning-rate", type=float, default=0.0)
-    run.add_argument("--weight-decay-rate", type=float, default=0.01)
-    run.add_argument(
-        "--sentence-order-loss-weight", type=float, default=1.0, help="1.0: the original's sum"
-    )
-    run.add_argument("--strategy", default="auto", help="auto, cpu, one_device, mirrored, tpu")
-    run.add_argument("--tpu-address")
-    run.add_argument("--precision", help="Keras dtype policy (default: per device)")
-    run.add_argument("--steps-per-execution", type=int, default=1)
-    run.add_argument("--jit-compile", type=_jit_compile, default="auto", help="auto/true/false")
-    run.add_argument("--log-every-steps", type=int, default=100)
-    run.add_argument("--checkpoint-every-steps", type=int, default=1000)
-    run.add_argument("--keep-checkpoints", type=int, default=3)
-    run.add_argument("--seed", type=int, default=12345)
-    run.add_argument("--deterministic", action="store_true", help="deterministic TF ops")
-    run.add_argument("--verbose", type=int, default=2, choices=(0, 1, 2))
-    args = parser.parse_args()
-    pretrain(PretrainingOptions(**vars(args)))
+    from keras_albert.training.pretraining import pretrain
+
+    pretrain(options_from_args(build_parser().parse_args(), PretrainingOptions))
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ class MaskedLMLoss(keras.losses.Loss):
     gradients are averaged over replicas (the value is divided by the number of replicas, as
     Keras does for its own losses) — what the original did on a TPU, each core with its own
     share of the batch. It equals the single-device loss of the global batch when every
-    replica's share has the same weight sum (e.g. always `max_predictions_per_seq` real
+    replica's share has the same weight sum (e.g. always `max_predictions_per_sequence` real
     predictions).
 
     Args:

@@ -27,6 +27,7 @@ from keras_albert.training.pretraining import (
     make_datasets,
     pretrain,
 )
+from keras_albert.training.pretraining_streams import dynamic_masking_for, layout_for_options
 from tests.helpers import TINY
 
 SEQUENCE_LENGTH = 16
@@ -123,7 +124,7 @@ def options(tmp_path, records, **changes):
         train_data=records["train_data"],
         config=records["config"],
         output_dir=str(tmp_path / "run"),
-        total_steps=30,
+        train_steps=30,
         batch_size=8,
         learning_rate=1e-2,
         warmup_steps=3,
@@ -179,7 +180,7 @@ def test_compiled_losses_and_metrics_against_numpy(tmp_path, sop_weight):
     write_records(path, 16, seed=4)
     layout = inspect_records(str(path))
     run_options = PretrainingOptions(
-        train_data=str(path), output_dir=str(tmp_path), total_steps=1, batch_size=16, preset=None,
+        train_data=str(path), output_dir=str(tmp_path), train_steps=1, batch_size=16, preset=None,
         config=write_config(tmp_path / "c.json"), shuffle_buffer_size=1,
     )  # fmt: skip
     x, y, weights = next(iter(make_datasets(run_options, layout)))
@@ -211,7 +212,7 @@ def test_compiled_losses_and_metrics_against_numpy(tmp_path, sop_weight):
 
 def test_short_fit_learns_and_writes_everything(tmp_path, records):
     # 55: the last Keras epoch is a short one.
-    run = options(tmp_path, records, eval_data=records["eval_data"], total_steps=55)
+    run = options(tmp_path, records, eval_data=records["eval_data"], train_steps=55)
     summary = pretrain(run)
     with open(os.path.join(run.output_dir, "history.csv"), encoding="utf-8") as f:
         history = list(csv.DictReader(f))
@@ -256,7 +257,7 @@ def test_evaluation_covers_every_record_with_exact_means(tmp_path, records):
     batches would leave 5 records out), the task losses are the exact means over the 21
     records, the total is Keras's size-weighted mean of the three batches' losses."""
     write_records(tmp_path / "data" / "eval.tfrecord", 21, seed=9)
-    run = options(tmp_path, records, eval_data=records["eval_data"], total_steps=10)
+    run = options(tmp_path, records, eval_data=records["eval_data"], train_steps=10)
     summary = pretrain(run)
     assert summary["eval_records"] == summary["eval_records_evaluated"] == 21
 
@@ -303,15 +304,13 @@ def test_dynamic_masking_trains_with_fresh_masks(tmp_path, records):
     write_records(path, 32, vocabulary_size=12)
     config = write_config(tmp_path / "v12.json", vocabulary_size=12)
     run = options(
-        tmp_path, records, train_data=str(path), config=config, total_steps=4, log_every_steps=2,
+        tmp_path, records, train_data=str(path), config=config, train_steps=4, log_every_steps=2,
         checkpoint_every_steps=4,
-        dynamic_masking=True, vocabulary=vocabulary, max_predictions_per_seq=3,
+        dynamic_masking=True, sentencepiece_model=vocabulary, max_predictions_per_sequence=3,
         seed=0,  # a global TF seed of 0 once broke the per-pass (tensor) seeds
     )  # fmt: skip
     layout = inspect_records(run.train_data)
-    from keras_albert.training.pretraining import _dynamic_masking, _with_prediction_count
-
-    stream = make_datasets(run, _with_prediction_count(layout, run), _dynamic_masking(run))
+    stream = make_datasets(run, layout_for_options(layout, run), dynamic_masking_for(run))
     x, y, weights = next(iter(stream))
     assert x["mask_positions"].shape == (8, 3)
     assert 0 < float(tf.reduce_sum(weights["mlm_logits"])) <= 24
@@ -345,7 +344,7 @@ def test_initialization_from_a_checkpoint(tmp_path, records, kind):
         from keras_albert.convert import save_checkpoint
 
         save_checkpoint(source, init, format="hf")
-    changes = dict(init_checkpoint=str(init), total_steps=1, warmup_steps=1, log_every_steps=1)
+    changes = dict(init_checkpoint=str(init), train_steps=1, warmup_steps=1, log_every_steps=1)
     changes["checkpoint_every_steps"] = 1
     if kind != "weights_h5":
         changes["config"] = None  # the architecture comes from the checkpoint
@@ -437,9 +436,22 @@ def test_output_dir_that_cannot_be_written(tmp_path, records):
 
 
 def test_resuming_with_other_options_is_refused(tmp_path, records):
-    pretrain(options(tmp_path, records, total_steps=10))
+    pretrain(options(tmp_path, records, train_steps=10))
     with pytest.raises(ValueError, match="batch_size: 8 -> 16"):
-        pretrain(options(tmp_path, records, total_steps=10, batch_size=16))
+        pretrain(options(tmp_path, records, train_steps=10, batch_size=16))
+    # A run.json of before the renames (`total_steps`, `vocabulary`, fewer options) resumes
+    # under today's names, and is checked under them.
+    run_file = tmp_path / "run" / "run.json"
+    recorded = json.loads(run_file.read_text())
+    assert recorded["train_steps"] == 10 and recorded["sentencepiece_model"] is None
+    old = {key: value for key, value in recorded.items() if key not in ("max_ngram",)}
+    old["total_steps"] = old.pop("train_steps")
+    old["vocabulary"] = old.pop("sentencepiece_model")
+    run_file.write_text(json.dumps(old))
+    with pytest.raises(ValueError, match="train_steps: 10 -> 20"):
+        pretrain(options(tmp_path, records, train_steps=20))
+    again = pretrain(options(tmp_path, records, train_steps=10))
+    assert again["resumed_from_step"] == 10 and again["trained_steps_this_run"] == 0
 
 
 def test_multi_worker_is_refused_with_the_reason(tmp_path, records):
@@ -450,12 +462,12 @@ def test_multi_worker_is_refused_with_the_reason(tmp_path, records):
 @pytest.mark.parametrize(
     "changes, message",
     [
-        ({"preset": "albert_base_v2"}, "either `preset` or `config`"),
-        ({"config": None}, "architecture is unknown"),
-        ({"checkpoint_every_steps": 15}, "multiple of `log_every_steps`"),
-        ({"total_steps": 0}, "`total_steps` must be an integer >= 1"),
-        ({"dynamic_masking": True}, "needs `vocabulary`"),
-        ({"jit_compile": "yes"}, "`jit_compile` must be True, False or 'auto'"),
+        ({"preset": "albert_base_v2"}, "At most one of `preset`, `config` must be given"),
+        ({"config": None}, "One of `preset`, `config`, `init_checkpoint` must be given"),
+        ({"checkpoint_every_steps": 15}, "divisible by `log_every_steps`"),
+        ({"train_steps": 0}, "`train_steps` must be an integer >= 1"),
+        ({"dynamic_masking": True}, "`sentencepiece_model` must be given with `dynamic_mask"),
+        ({"jit_compile": "yes"}, "`jit_compile` must be one of True, False, 'auto'"),
         ({"sentence_order_loss_weight": -1.0}, "sentence_order_loss_weight=-1.0"),
     ],
 )

@@ -69,13 +69,13 @@ def history(output_dir):
         return list(csv.DictReader(f))
 
 
-def pretrain_command(tmp_path, output_dir, total_steps, extra=()):
+def pretrain_command(tmp_path, output_dir, train_steps, extra=()):
     return [
         sys.executable, str(TOOL),
         "--config", write_config(tmp_path / "config.json"),
         "--train-data", str(tmp_path / "train-*.tfrecord"),
         "--output-dir", str(output_dir),
-        "--total-steps", str(total_steps), "--batch-size", "8",
+        "--train-steps", str(train_steps), "--batch-size", "8",
         "--learning-rate", "0.01", "--warmup-steps", "4",
         "--log-every-steps", "4", "--checkpoint-every-steps", "4",
         "--strategy", "cpu", "--jit-compile", "false", "--seed", "7",
@@ -90,12 +90,12 @@ def test_killed_with_sigkill_and_rerun_ends_like_an_uninterrupted_run(tmp_path):
     exact copy, so no tolerance is needed."""
     for i in range(3):
         write_records(tmp_path / f"train-{i}.tfrecord", 40, seed=i)
-    total_steps = 40
+    train_steps = 40
     reference = tmp_path / "reference"
-    reference_process = start(pretrain_command(tmp_path, reference, total_steps))
+    reference_process = start(pretrain_command(tmp_path, reference, train_steps))
 
     interrupted = tmp_path / "interrupted"
-    command = pretrain_command(tmp_path, interrupted, total_steps)
+    command = pretrain_command(tmp_path, interrupted, train_steps)
     process = start(command, output=subprocess.DEVNULL)
     checkpoint_state = interrupted / "checkpoints" / "checkpoint"
     deadline = time.monotonic() + TIMEOUT_S
@@ -120,7 +120,7 @@ def test_killed_with_sigkill_and_rerun_ends_like_an_uninterrupted_run(tmp_path):
     rows = history(interrupted)
     steps = [int(row["step"]) for row in rows]
     # history.csv is appended: the rows before the kill, then the rerun's from its checkpoint.
-    assert steps[-1] == total_steps and len(rows) > killed_at
+    assert steps[-1] == train_steps and len(rows) > killed_at
     for expected, actual in zip(final_weights(reference), final_weights(interrupted), strict=True):
         np.testing.assert_array_equal(actual, expected)
     # The rerun's logged losses are the reference's at the same steps.
@@ -139,13 +139,13 @@ def test_mirrored_on_two_logical_cpus_equals_one_device(tmp_path):
         write_records(
             tmp_path / f"train-{i}.tfrecord", 40, seed=i, num_real_predictions=4
         )  # fmt: skip
-    total_steps = 16
+    train_steps = 16
     one = tmp_path / "one"
     mirrored = tmp_path / "mirrored"
-    command = pretrain_command(tmp_path, mirrored, total_steps)
+    command = pretrain_command(tmp_path, mirrored, train_steps)
     command[command.index("--strategy") + 1] = "mirrored"
     finish(
-        start(pretrain_command(tmp_path, one, total_steps)),
+        start(pretrain_command(tmp_path, one, train_steps)),
         start([sys.executable, "-c", WITH_LOGICAL_CPUS.format(tool=str(TOOL)), "2", *command[2:]]),
     )
 

@@ -1,0 +1,133 @@
+"""The callbacks of the two drivers: step-axis logs, TensorBoard and checkpoints (pretraining),
+the GLUE evaluation and the best model (fine-tuning)."""
+
+from __future__ import annotations
+
+import time
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_albert.text.glue import TaskSpec
+from keras_albert.training.glue_metrics import compute_metrics, predictions_from_logits
+from keras_albert.training.logs import with_our_names
+from keras_albert.training.run_directory import atomic_save_model
+
+
+class StepLogs(keras.callbacks.Callback):
+    """Adds `step` and `learning_rate` to the epoch logs and gives the losses our names; first
+    in the callback list, so the callbacks after it see the same logs."""
+
+    def __init__(self):
+        super().__init__()
+        self.last_logs: dict = {}
+        self.last_epoch_seconds = None
+        self._epoch_started = None
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch_started = time.perf_counter()
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.last_epoch_seconds = time.perf_counter() - self._epoch_started
+        if logs is None:
+            return
+        renamed = with_our_names(logs)  # in place: the later callbacks get the same dict
+        logs.clear()
+        logs.update(renamed)
+        optimizer = self.model.optimizer
+        # The rate the last update used: the schedule at iterations - 1.
+        step = int(optimizer.iterations.numpy())
+        inner = getattr(optimizer, "inner_optimizer", optimizer)
+        logs["learning_rate"] = _schedule_value(inner, step - 1)
+        logs["step"] = step
+        self.last_logs = dict(logs)
+
+
+def _schedule_value(optimizer, step: int) -> float:
+    rate = optimizer._learning_rate
+    if isinstance(rate, keras.optimizers.schedules.LearningRateSchedule):
+        return float(rate(max(step, 0)))
+    return float(keras.ops.convert_to_numpy(rate))
+
+
+class StepCheckpoints(keras.callbacks.Callback):
+    """Saves model + optimizer every `every` optimizer steps (and at the last step)."""
+
+    def __init__(self, manager: tf.train.CheckpointManager, every: int, train_steps: int):
+        super().__init__()
+        self.manager = manager
+        self.every = every
+        self.train_steps = train_steps
+
+    def on_epoch_end(self, epoch, logs=None):
+        step = int(self.model.optimizer.iterations.numpy())
+        if step % self.every == 0 or step >= self.train_steps:
+            self.manager.save(checkpoint_number=step)
+
+
+class StepTensorBoard(keras.callbacks.TensorBoard):
+    """TensorBoard whose epoch summaries use the optimizer step as x-axis, so that the curves
+    of a resumed run continue where they stopped."""
+
+    def __init__(self, log_dir: str):
+        super().__init__(log_dir=log_dir, update_freq="epoch", write_graph=False)
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs = {k: v for k, v in (logs or {}).items() if k not in ("step", "learning_rate")}
+        super().on_epoch_end(int(self.model.optimizer.iterations.numpy()), logs)
+
+
+class GlueEvaluation(keras.callbacks.Callback):
+    """After each epoch: predict the eval set, add `val_<metric>` and `val_loss` to the logs.
+
+    Put it before callbacks that read those logs (`BestModel`, TensorBoard, CSVLogger): Keras
+    hands the same `logs` dict to each callback in turn.
+    """
+
+    def __init__(self, task: TaskSpec, dataset, labels: np.ndarray, loss):
+        super().__init__()
+        self.task = task
+        self.dataset = dataset
+        self.labels = labels
+        self.loss = loss
+        self.history: list[dict] = []
+
+    def evaluate(self) -> tuple[dict, np.ndarray]:
+        logits = self.model.predict(self.dataset, verbose=0)
+        loss = float(keras.ops.convert_to_numpy(keras.ops.mean(self.loss(self.labels, logits))))
+        predictions = predictions_from_logits(self.task, logits)
+        results = compute_metrics(self.task, self.labels, predictions)
+        return {"loss": loss, **results}, predictions
+
+    def on_epoch_end(self, epoch, logs=None):
+        results, _ = self.evaluate()
+        if logs is not None:
+            logs.update({f"val_{name}": value for name, value in results.items()})
+        self.history.append({"epoch": epoch + 1, **results})
+        print(
+            f"\n{self.task.name} eval after epoch {epoch + 1}: "
+            + ", ".join(f"{name}={value:.4f}" for name, value in results.items())
+        )
+
+
+class BestModel(keras.callbacks.Callback):
+    """Saves the model to `path` (atomically) after each epoch whose `monitor` log is the
+    highest so far."""
+
+    def __init__(self, path: str, monitor: str):
+        super().__init__()
+        self.path = path
+        self.monitor = monitor
+        self.best = -np.inf
+
+    def on_epoch_end(self, epoch, logs=None):
+        value = (logs or {}).get(self.monitor)
+        if value is None:
+            raise ValueError(
+                f"`monitor` must name a log of the epoch. Received: monitor={self.monitor!r} "
+                f"(logs: {sorted(logs or {})})"
+            )
+        if value > self.best:
+            self.best = value
+            atomic_save_model(self.model, self.path)

@@ -1,0 +1,70 @@
+"""tools/pretrain.py and tools/finetune.py: one flag per option field, the dataclass's
+defaults, the original run_pretraining.py flags as aliases."""
+
+import runpy
+from pathlib import Path
+
+import pytest
+
+from keras_albert.cli import options_from_args
+from keras_albert.training.options import FinetuningOptions, PretrainingOptions
+from tests.tool_flags import check_tool_flags
+
+TOOLS = Path(__file__).resolve().parents[2] / "tools"
+
+
+def _tool(name):
+    return runpy.run_path(str(TOOLS / name))
+
+
+def test_pretrain_tool_flags_and_aliases():
+    tool = _tool("pretrain.py")
+    parser = tool["build_parser"]()
+    aliases = {**tool["ALIASES"], "strategy": ("--use_tpu",)}
+    check_tool_flags(parser, PretrainingOptions, aliases=aliases)
+    for flags in tool["ALIASES"].values():  # each alias is documented in the tool's docstring
+        assert all(flag in tool["__doc__"] for flag in flags), flags
+
+    required = ["--train-data", "t", "--output-dir", "o", "--train-steps", "5"]
+    required += ["--batch-size", "8", "--preset", "albert_base_v2"]
+    options = options_from_args(parser.parse_args(required), PretrainingOptions)
+    assert options == PretrainingOptions("t", "o", 5, 8, preset="albert_base_v2")
+
+    original = (
+        "--input_file=t --output_dir=o --albert_config_file=c.json --init_checkpoint=i "
+        "--max_seq_length=128 --max_predictions_per_seq=20 --train_batch_size=4096 "
+        "--learning_rate=0.00176 --num_train_steps=125000 --num_warmup_steps=3125 "
+        "--save_checkpoints_steps=5000 --keep_checkpoint_max=5 --iterations_per_loop=100 "
+        "--max_eval_steps=100 --eval-data e --use_tpu --tpu_name=my-tpu "
+        "--spm_model_file=s.model --random_seed=7 --weight-decay-rate 0.02 --jit-compile true "
+        "--text-columns"
+    )
+    with pytest.raises(SystemExit):  # --text-columns is no pretraining flag
+        parser.parse_args(original.split())
+    options = options_from_args(
+        parser.parse_args(original.removesuffix(" --text-columns").split()), PretrainingOptions
+    )
+    assert options == PretrainingOptions(
+        train_data="t", output_dir="o", config="c.json", init_checkpoint="i",
+        sequence_length=128, max_predictions_per_sequence=20, batch_size=4096,
+        learning_rate=0.00176, train_steps=125000, warmup_steps=3125,
+        checkpoint_every_steps=5000, keep_checkpoints=5, steps_per_execution=100,
+        eval_steps=100, eval_data="e", strategy="tpu", tpu_address="my-tpu",
+        sentencepiece_model="s.model", seed=7, weight_decay_rate=0.02, jit_compile=True,
+    )  # fmt: skip
+    not_tpu = parser.parse_args([*required, "--use_tpu=false", "--strategy", "cpu"])
+    assert not_tpu.strategy == "cpu"
+    assert parser.parse_args([*required, "--use_tpu=False"]).strategy == "auto"
+
+
+def test_finetune_tool_flags():
+    parser = _tool("finetune.py")["build_parser"]()
+    check_tool_flags(parser, FinetuningOptions)
+    args = parser.parse_args(
+        "--task generic --train-data t --eval-data e --output-dir o --preset albert_base_v2 "
+        "--text-columns a,b --label-column c --labels x,y --no-header --skip-invalid".split()
+    )
+    assert options_from_args(args, FinetuningOptions) == FinetuningOptions(
+        "generic", "t", "e", "o", preset="albert_base_v2", text_columns=("a", "b"),
+        label_column="c", labels=("x", "y"), header=False, skip_invalid=True,
+    )  # fmt: skip
