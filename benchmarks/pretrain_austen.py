@@ -1,6 +1,6 @@
 """The learning run: a small ALBERT pretrained on Jane Austen's novels on a CPU.
 
-Run by hand (not a test). The main job's first three steps (`keras_albert.pipeline`:
+Run by hand (not a test). The main job's first three steps (`tools/main_job/`:
 a SentencePiece model on five novels, SOP + n-gram-masked TFRecords, LAMB pretraining with
 *Persuasion* held out from both) with this script's budget, then the curves as a PNG with the
 held-out most-frequent-token baseline of the MLM task:
@@ -24,12 +24,17 @@ import collections
 import dataclasses
 import json
 import os
+import sys
 import time
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# The main job's package lives in tools/ (a tool of the repository, not of the library).
+sys.path.insert(
+    0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools")
+)
 
-from keras_albert.pipeline import (  # noqa: E402
+from main_job import (  # noqa: E402
     MainJobOptions,
     plot_curves,
     pretraining_options,
@@ -52,7 +57,7 @@ def timed_steps(options: MainJobOptions, minutes: float) -> int:
     options.albert_config().to_json(config_path)
     # The run's own options, shortened to 100 steps without evaluations.
     probe = dataclasses.replace(
-        pretraining_options(dataclasses.replace(options, pretrain_steps=100)),
+        pretraining_options(dataclasses.replace(options, pretrain_train_steps=100)),
         config=config_path,
         output_dir=options.path("probe", "model"),
         eval_data=None,
@@ -106,16 +111,16 @@ def main() -> None:
     args = parser.parse_args()
 
     options = MainJobOptions(
-        work_dir=args.work_dir,
+        output_dir=args.work_dir,
         sequence_length=args.sequence_length,
         vocabulary_size=args.vocabulary_size,
         dupe_factor=args.dupe_factor,
         pretrain_batch_size=args.batch_size,
         pretrain_learning_rate=args.learning_rate,
-        pretrain_sop_loss_weight=args.sop_loss_weight,
+        pretrain_sentence_order_loss_weight=args.sop_loss_weight,
         pretrain_evaluations=args.evaluations,
         model=(
-            *MainJobOptions.model,
+            *MainJobOptions().model,
             ("dropout", args.dropout),
             ("attention_dropout", args.dropout),
         ),
@@ -129,7 +134,7 @@ def main() -> None:
         total_steps = timed_steps(options, args.minutes)
         with open(steps_file, "w", encoding="utf-8") as f:
             f.write(str(total_steps))
-    options = dataclasses.replace(options, pretrain_steps=total_steps)
+    options = dataclasses.replace(options, pretrain_train_steps=total_steps)
 
     started = time.perf_counter()
     results = run_steps(options, PRETRAINING_STEPS)

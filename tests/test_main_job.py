@@ -1,5 +1,7 @@
-"""Smoke test of the README's main command: the quick variant of the whole job, twice."""
+"""Smoke test of the README's main command (the quick variant of the whole job, twice), and
+the flags of `tools/main.py` (one per field of `MainJobOptions`, defaults written once)."""
 
+import importlib.util
 import json
 import os
 import pathlib
@@ -7,6 +9,9 @@ import subprocess
 import sys
 
 import pytest
+from main_job import MainJobOptions, run_steps
+
+from tests.tool_flags import check_tool_flags
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -24,7 +29,7 @@ def run_main(*arguments):
 
 def test_quick_main_job_runs_every_step_and_reruns_without_redoing_them(tmp_path):
     work_dir, saved = tmp_path / "work", tmp_path / "saved_models"
-    arguments = ("--work-dir", str(work_dir), "--saved-models-dir", str(saved))
+    arguments = ("--output-dir", str(work_dir), "--saved-models-dir", str(saved))
     first = run_main(*arguments)
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
 
@@ -55,10 +60,50 @@ def test_quick_main_job_runs_every_step_and_reruns_without_redoing_them(tmp_path
 
 
 def test_bad_step_names_and_evaluation_counts_are_refused(tmp_path):
-    from keras_albert.pipeline import MainJobOptions, run_steps
-
     with pytest.raises(ValueError, match=r"Unknown steps \['pretrain'\]"):
-        run_steps(MainJobOptions.quick(work_dir=str(tmp_path)), ("tokenizer", "pretrain"))
+        run_steps(MainJobOptions.quick(output_dir=str(tmp_path)), ("tokenizer", "pretrain"))
     assert not any(tmp_path.iterdir())  # refused before any step ran
     with pytest.raises(ValueError, match="pretrain_evaluations=0"):
         MainJobOptions(pretrain_evaluations=0)
+
+
+def load_tool():
+    spec = importlib.util.spec_from_file_location("main_tool", REPO_ROOT / "tools" / "main.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    return tool
+
+
+def test_every_option_is_one_flag_with_the_dataclass_default():
+    check_tool_flags(load_tool().build_parser(), MainJobOptions, tool_flags=("quick",))
+
+
+def test_flags_reach_the_options_and_override_the_quick_variant():
+    tool = load_tool()
+    assert tool.parse_options([]) == MainJobOptions()
+    assert tool.parse_options(["--quick"]) == MainJobOptions.quick()
+    options = tool.parse_options(
+        ["--quick", "--output-dir", "o", "--pretrain-train-steps", "2000", "--force"]
+    )
+    # A flag given at the full run's default still wins over the quick value.
+    assert options == MainJobOptions.quick(output_dir="o", pretrain_train_steps=2000, force=True)
+    options = tool.parse_options(["--model", "num_layers=3,dropout=0.1", "--corpus-files", "2"])
+    assert options.model == (("num_layers", 3), ("dropout", 0.1))
+    assert options.corpus_files == 2
+    assert options.albert_config().num_layers == 3
+
+
+def test_the_data_defaults_are_the_files_that_ship_in_data():
+    options = MainJobOptions()
+    assert pathlib.Path(options.corpus_dir) == REPO_ROOT / "data" / "corpus" / "janeaustenr"
+    for path in (options.corpus_dir, options.finetune_train_data, options.finetune_eval_data):
+        assert pathlib.Path(path).exists(), path
+
+
+def test_bad_model_fields_are_refused_naming_the_value():
+    from main_job.options import parse_model
+
+    with pytest.raises(ValueError, match="Received: model='num_layers'"):
+        parse_model("num_layers")
+    with pytest.raises(ValueError, match="three"):
+        parse_model("num_layers=three")

@@ -1,6 +1,9 @@
 """Classifies texts with an exported SavedModel the way TF Serving runs it. A standalone script.
 
-    python keras_albert/export/session_probe.py EXPORT_DIR "a text" ["another" ...]
+    python tools/main_job/session_probe.py EXPORT_DIR "a text" ["another" ...]
+
+The main job imports this module and runs its file (`python -I session_probe.__file__`) in a
+fresh process: moving it breaks the job's import, not a path.
 
 It imports only TensorFlow and TensorFlow Text (which registers the ops the server links
 in), never keras_albert: it is the proof that an export stands on its own. The SavedModel

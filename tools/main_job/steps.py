@@ -1,16 +1,14 @@
-"""The main job, end to end on data that ships with the repository.
+"""The main job's steps, end to end on data that ships with the repository.
 
 raw Austen novels → SentencePiece model → SOP + n-gram-masked TFRecords → small ALBERT
 pretrained with LAMB → fine-tuned on SST-2 → exported for TF Serving → loaded as the server
 would (TF1 session loader, in a fresh process without keras_albert) → summary and curves.
 
-Each step writes its result under `work_dir`; a rerun skips the finished steps (pretraining
+Each step writes its result under `output_dir`; a rerun skips the finished steps (pretraining
 also resumes an interrupted run) unless `force=True`, and an export never overwrites an
 existing version: a forced rerun writes the next version.
 """
 
-import csv
-import dataclasses
 import glob
 import json
 import os
@@ -19,12 +17,10 @@ import subprocess
 import sys
 import time
 
-from keras_albert.config import AlbertConfig
+from main_job import session_probe
+from main_job.curves import plot_curves
+from main_job.options import MainJobOptions
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SESSION_PROBE = os.path.join(
-    os.path.dirname(os.path.abspath(__file__)), "export", "session_probe.py"
-)
 PROBE_SENTENCES = (
     "a gorgeous , witty , seductive movie .",
     "the plot is nothing but boilerplate clichés from start to finish .",
@@ -32,108 +28,6 @@ PROBE_SENTENCES = (
     "a sour little movie at its core .",
     "Emma was delighted with the ball, and everyone agreed it was a success.",
 )
-
-
-@dataclasses.dataclass(frozen=True)
-class MainJobOptions:
-    """The budget and data of the main job; `MainJobOptions.quick()` is the ≤5-minute variant.
-
-    Args:
-        work_dir: where every step writes (tokenizer, data, pretraining, fine-tuning, summary).
-        saved_models_dir: TF Serving base directory; the export goes to
-            `<saved_models_dir>/<export_name>/<version>/`.
-        export_name: the served model's name.
-        corpus_dir: plain-text novels; `held_out` is kept out of the tokenizer and the
-            pretraining data and used for held-out evaluation.
-        sst2_train, sst2_dev: GLUE SST-2 files.
-        vocabulary_size: SentencePiece pieces trained on the corpus.
-        sequence_length: pretraining and fine-tuning sequence length.
-        dupe_factor: masking passes over the pretraining corpus.
-        corpus_files: how many training novels to use (None: all).
-        model: the architecture (fields of `AlbertConfig`; vocabulary and length are filled in).
-        pretrain_steps, pretrain_batch_size, pretrain_learning_rate: the pretraining budget.
-        pretrain_sop_loss_weight: the SOP loss's weight (1.0: the original's sum).
-        pretrain_evaluations: held-out evaluations (and checkpoints) over the run.
-        finetune_examples: SST-2 training rows used (a seeded sample); the dev set is used whole.
-        finetune_sequence_length: packed length for SST-2 (its sentences are short).
-        finetune_steps, finetune_batch_size, finetune_learning_rate: the fine-tuning budget.
-        force: redo finished steps (the export then becomes a new version).
-        seed: the seed of every step.
-    """
-
-    work_dir: str = "runs/main"
-    saved_models_dir: str = "saved_models"
-    export_name: str = "albert_sst2"
-    corpus_dir: str = os.path.join(REPO_ROOT, "data", "corpus", "janeaustenr")
-    held_out: str = "persuasion.txt"
-    sst2_train: str = os.path.join(REPO_ROOT, "data", "glue", "SST-2", "train.tsv")
-    sst2_dev: str = os.path.join(REPO_ROOT, "data", "glue", "SST-2", "dev.tsv")
-    vocabulary_size: int = 8000
-    sequence_length: int = 128
-    dupe_factor: int = 10
-    corpus_files: int | None = None
-    model: tuple = (
-        ("embedding_dim", 128),
-        ("hidden_dim", 128),
-        ("intermediate_dim", 512),
-        ("num_layers", 4),
-        ("num_heads", 4),
-    )
-    pretrain_steps: int = 2000
-    pretrain_batch_size: int = 32
-    pretrain_learning_rate: float = 5e-3
-    pretrain_sop_loss_weight: float = 1.0
-    pretrain_evaluations: int = 5
-    finetune_examples: int = 20000
-    finetune_sequence_length: int = 64
-    finetune_steps: int = 1500
-    finetune_batch_size: int = 32
-    finetune_learning_rate: float = 1e-4
-    force: bool = False
-    seed: int = 0
-
-    @classmethod
-    def quick(cls, **changes) -> "MainJobOptions":
-        """A ≤5-minute run of every step (for smoke tests), numbers not meant to be good."""
-        quick = dict(
-            work_dir="runs/main-quick",
-            export_name="albert_sst2_quick",
-            vocabulary_size=2000,
-            sequence_length=64,
-            dupe_factor=1,
-            corpus_files=2,
-            model=(
-                ("embedding_dim", 32),
-                ("hidden_dim", 64),
-                ("intermediate_dim", 128),
-                ("num_layers", 2),
-                ("num_heads", 2),
-            ),
-            pretrain_steps=60,
-            pretrain_batch_size=16,
-            finetune_examples=1000,
-            finetune_sequence_length=32,
-            finetune_steps=60,
-            finetune_batch_size=16,
-        )
-        return cls(**{**quick, **changes})
-
-    def __post_init__(self):
-        if not isinstance(self.pretrain_evaluations, int) or self.pretrain_evaluations < 1:
-            raise ValueError(
-                "`pretrain_evaluations` must be an integer >= 1. "
-                f"Received: pretrain_evaluations={self.pretrain_evaluations!r}"
-            )
-
-    def path(self, *parts: str) -> str:
-        return os.path.join(self.work_dir, *parts)
-
-    def albert_config(self) -> AlbertConfig:
-        return AlbertConfig(
-            vocabulary_size=self.vocabulary_size,
-            max_sequence_length=self.sequence_length,
-            **dict(self.model),
-        )
 
 
 def run_main_job(options: MainJobOptions) -> dict:
@@ -150,14 +44,14 @@ STEPS = ("tokenizer", "pretraining_data", "pretraining", "finetuning", "export",
 def run_steps(options: MainJobOptions, names: tuple[str, ...]) -> dict:
     """Runs the named steps of the job, in order, skipping finished ones; their results by name.
 
-    A step needs the results of the steps before it (run now or earlier in `work_dir`).
+    A step needs the results of the steps before it (run now or earlier in `output_dir`).
     """
     unknown = [name for name in names if name not in STEPS]
     if unknown:
         raise ValueError(f"Unknown steps {unknown}; the steps are {list(STEPS)}.")
     train_files, held_out_files = _corpus(options)  # a missing corpus fails before any step
     steps = [step for step in _steps(options, train_files, held_out_files) if step[0] in names]
-    os.makedirs(options.work_dir, exist_ok=True)
+    os.makedirs(options.output_dir, exist_ok=True)
     return {
         name: _step(options, number, len(steps), name, run)
         for number, (name, run) in enumerate(steps, start=1)
@@ -269,8 +163,8 @@ def pretraining_options(options: MainJobOptions):
     from keras_albert.training.pretraining import PretrainingOptions
 
     # Checkpoints and evaluations fall on log boundaries (the driver's Keras epochs).
-    log_every = max(options.pretrain_steps // 40, 10)
-    every = options.pretrain_steps // options.pretrain_evaluations
+    log_every = max(options.pretrain_train_steps // 40, 10)
+    every = options.pretrain_train_steps // options.pretrain_evaluations
     every = log_every * max(1, every // log_every)
     return PretrainingOptions(
         config=options.path("pretraining", "albert_config.json"),
@@ -278,11 +172,11 @@ def pretraining_options(options: MainJobOptions):
         eval_data=options.path("pretraining_data", "eval-*.tfrecord"),
         output_dir=options.path("pretraining", "model"),
         vocabulary=_tokenizer_path(options),
-        total_steps=options.pretrain_steps,
+        total_steps=options.pretrain_train_steps,
         batch_size=options.pretrain_batch_size,
         learning_rate=options.pretrain_learning_rate,
-        sentence_order_loss_weight=options.pretrain_sop_loss_weight,
-        warmup_steps=max(options.pretrain_steps // 10, 1),
+        sentence_order_loss_weight=options.pretrain_sentence_order_loss_weight,
+        warmup_steps=max(options.pretrain_train_steps // 10, 1),
         strategy="cpu",
         log_every_steps=log_every,
         checkpoint_every_steps=every,
@@ -297,20 +191,20 @@ def _finetune(options: MainJobOptions) -> dict:
 
     train_file = options.path("finetuning", "sst2_train_sample.tsv")
     os.makedirs(os.path.dirname(train_file), exist_ok=True)
-    _sample_tsv(options.sst2_train, train_file, options.finetune_examples, options.seed)
+    _sample_tsv(options.finetune_train_data, train_file, options.finetune_examples, options.seed)
     summary = finetune(
         FinetuningOptions(
             task="SST-2",
             train_file=train_file,
-            eval_file=options.sst2_dev,
+            eval_file=options.finetune_eval_data,
             output_dir=options.path("finetuning", "sst2"),
             init_checkpoint=options.path("pretraining", "model"),
             tokenizer=_tokenizer_path(options),
             sequence_length=options.finetune_sequence_length,
             learning_rate=options.finetune_learning_rate,
             batch_size=options.finetune_batch_size,
-            train_steps=options.finetune_steps,
-            warmup_steps=max(options.finetune_steps // 10, 1),
+            train_steps=options.finetune_train_steps,
+            warmup_steps=max(options.finetune_train_steps // 10, 1),
             seed=options.seed,
             verbose=2,
         )
@@ -352,7 +246,7 @@ def _serve(options: MainJobOptions) -> dict:
     export_path = _read_result(options, "export")["path"]
     # -I: isolated, so neither keras_albert nor the script's folder is importable there.
     completed = subprocess.run(
-        [sys.executable, "-I", SESSION_PROBE, export_path, *PROBE_SENTENCES],
+        [sys.executable, "-I", session_probe.__file__, export_path, *PROBE_SENTENCES],
         capture_output=True,
         text=True,
         check=False,
@@ -388,54 +282,3 @@ def _summary(options: MainJobOptions, results: dict, seconds: float) -> dict:
     print("\n== keras_albert main job: summary")
     print(json.dumps(summary, indent=2))
     return summary
-
-
-def _read_history(path: str) -> list[dict]:
-    if not os.path.exists(path):
-        return []
-    with open(path, encoding="utf-8") as f:
-        return list(csv.DictReader(f))
-
-
-def plot_curves(options: MainJobOptions, reference_lines: tuple = ()) -> str:
-    """A PNG of the pretraining and fine-tuning curves; returns its path.
-
-    `reference_lines`: `(value, label)` pairs drawn across the pretraining accuracy panel.
-    """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    pretraining = _read_history(options.path("pretraining", "model", "history.csv"))
-    finetuning = _read_history(options.path("finetuning", "sst2", "history.csv"))
-    panels = [
-        (pretraining, "step", ("mlm_loss", "sop_loss"), "pretraining losses"),
-        (pretraining, "step", ("mlm_accuracy", "sop_accuracy"), "pretraining accuracy"),
-        (finetuning, "epoch", ("loss", "accuracy"), "SST-2 fine-tuning"),
-    ]
-    panels = [panel for panel in panels if panel[0]] or panels[:1]  # steps not run: no panel
-    figure, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4), squeeze=False)
-    for axis, (rows, x_name, names, title) in zip(axes[0], panels, strict=True):
-        for name in names:
-            for prefix, style in (("", ".-"), ("val_", "o--")):
-                points = [
-                    (float(row[x_name]), float(row[prefix + name]))
-                    for row in rows
-                    if row.get(prefix + name) not in (None, "", "NA")  # NA: no evaluation then
-                ]
-                if points:
-                    label = ("held-out " if prefix else "train ") + name
-                    axis.plot(*zip(*points, strict=True), style, label=label)
-        if title == "pretraining accuracy":
-            for value, label in reference_lines:
-                axis.axhline(value, ls=":", color="gray", label=label)
-        axis.set_title(title)
-        axis.set_xlabel(x_name)
-        if axis.get_legend_handles_labels()[0]:
-            axis.legend(fontsize=7)
-    figure.tight_layout()
-    path = options.path("curves.png")
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
-    return path

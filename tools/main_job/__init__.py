@@ -1,0 +1,19 @@
+"""The main job (run by `tools/main.py`): Austen novels → tokenizer → pretraining data →
+pretrained ALBERT → SST-2 → TF Serving export → served in a fresh process → summary, curves.
+
+A package of the repository's tools, not of the library: it calls `keras_albert`'s public
+functions, and `keras_albert` never imports it (an import contract in setup.cfg).
+"""
+
+from main_job.curves import plot_curves
+from main_job.options import MainJobOptions
+from main_job.steps import STEPS, pretraining_options, run_main_job, run_steps
+
+__all__ = [
+    "STEPS",
+    "MainJobOptions",
+    "plot_curves",
+    "pretraining_options",
+    "run_main_job",
+    "run_steps",
+]

@@ -1,0 +1,140 @@
+"""The main job's options: its budget, its data (defaults: the files that ship in `data/`).
+
+The data defaults are resolved here, in the job, from this file's place in the repository
+checkout; the library (`keras_albert/`) never refers to repository paths.
+"""
+
+import dataclasses
+import os
+
+from keras_albert.config import AlbertConfig
+from keras_albert.validation import require_positive_int
+
+REPOSITORY = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DATA_DIR = os.path.join(REPOSITORY, "data")
+
+
+def parse_model(text: str) -> tuple:
+    """`embedding_dim=128,hidden_dim=128,dropout=0.1` → `(("embedding_dim", 128), ...)`."""
+    fields = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, equals, value = part.partition("=")
+        if not equals or not name.strip():
+            raise ValueError(
+                "`model` must be comma-separated `field=value` pairs of AlbertConfig. "
+                f"Received: model={text!r}"
+            )
+        try:
+            number = int(value)
+        except ValueError:
+            number = float(value)  # a bad number raises here, naming the value
+        fields.append((name.strip(), number))
+    return tuple(fields)
+
+
+@dataclasses.dataclass(frozen=True)
+class MainJobOptions:
+    """The budget and data of the main job; `MainJobOptions.quick()` is the ≤5-minute variant.
+
+    Args:
+        output_dir: where every step writes (tokenizer, data, pretraining, fine-tuning, summary).
+        saved_models_dir: TF Serving base directory; the export goes to
+            `<saved_models_dir>/<export_name>/<version>/`.
+        export_name: the served model's name.
+        corpus_dir: plain-text novels; `held_out` is kept out of the tokenizer and the
+            pretraining data and used for held-out evaluation.
+        held_out: the file name, in `corpus_dir`, of the held-out novel.
+        finetune_train_data: the GLUE SST-2 training file (a sample of it is used).
+        finetune_eval_data: the GLUE SST-2 dev file (used whole).
+        vocabulary_size: SentencePiece pieces trained on the corpus.
+        sequence_length: packed length of the pretraining data (and the model's limit).
+        dupe_factor: masking passes over the pretraining corpus.
+        corpus_files: how many training novels to use (None: all).
+        model: the architecture, `field=value` pairs of `AlbertConfig` (vocabulary and length
+            are filled in).
+        pretrain_train_steps: LAMB steps of the pretraining run.
+        pretrain_batch_size: pretraining batch size.
+        pretrain_learning_rate: pretraining peak learning rate.
+        pretrain_sentence_order_loss_weight: the SOP loss's weight (1.0: the original's sum).
+        pretrain_evaluations: held-out evaluations (and checkpoints) over the run.
+        finetune_examples: SST-2 training rows used (a seeded sample); the dev set is used whole.
+        finetune_sequence_length: packed length for SST-2 (its sentences are short).
+        finetune_train_steps: optimizer steps of the SST-2 fine-tuning run.
+        finetune_batch_size: fine-tuning batch size.
+        finetune_learning_rate: fine-tuning peak learning rate.
+        force: redo finished steps (the export then becomes a new version).
+        seed: the seed of every step.
+    """
+
+    output_dir: str = "runs/main"
+    saved_models_dir: str = "saved_models"
+    export_name: str = "albert_sst2"
+    corpus_dir: str = os.path.join(DATA_DIR, "corpus", "janeaustenr")
+    held_out: str = "persuasion.txt"
+    finetune_train_data: str = os.path.join(DATA_DIR, "glue", "SST-2", "train.tsv")
+    finetune_eval_data: str = os.path.join(DATA_DIR, "glue", "SST-2", "dev.tsv")
+    vocabulary_size: int = 8000
+    sequence_length: int = 128
+    dupe_factor: int = 10
+    corpus_files: int | None = None
+    model: tuple = dataclasses.field(
+        default=(
+            ("embedding_dim", 128),
+            ("hidden_dim", 128),
+            ("intermediate_dim", 512),
+            ("num_layers", 4),
+            ("num_heads", 4),
+        ),
+        metadata={"parse": parse_model, "metavar": "FIELD=VALUE,..."},
+    )
+    pretrain_train_steps: int = 2000
+    pretrain_batch_size: int = 32
+    pretrain_learning_rate: float = 5e-3
+    pretrain_sentence_order_loss_weight: float = 1.0
+    pretrain_evaluations: int = 5
+    finetune_examples: int = 20000
+    finetune_sequence_length: int = 64
+    finetune_train_steps: int = 1500
+    finetune_batch_size: int = 32
+    finetune_learning_rate: float = 1e-4
+    force: bool = False
+    seed: int = 0
+
+    @classmethod
+    def quick(cls, **changes) -> "MainJobOptions":
+        """A ≤5-minute run of every step (for smoke tests), numbers not meant to be good."""
+        quick = dict(
+            output_dir="runs/main-quick",
+            export_name="albert_sst2_quick",
+            vocabulary_size=2000,
+            sequence_length=64,
+            dupe_factor=1,
+            corpus_files=2,
+            model=(
+                ("embedding_dim", 32),
+                ("hidden_dim", 64),
+                ("intermediate_dim", 128),
+                ("num_layers", 2),
+                ("num_heads", 2),
+            ),
+            pretrain_train_steps=60,
+            pretrain_batch_size=16,
+            finetune_examples=1000,
+            finetune_sequence_length=32,
+            finetune_train_steps=60,
+            finetune_batch_size=16,
+        )
+        return cls(**{**quick, **changes})
+
+    def __post_init__(self):
+        require_positive_int("pretrain_evaluations", self.pretrain_evaluations)
+
+    def path(self, *parts: str) -> str:
+        return os.path.join(self.output_dir, *parts)
+
+    def albert_config(self) -> AlbertConfig:
+        return AlbertConfig(
+            vocabulary_size=self.vocabulary_size,
+            max_sequence_length=self.sequence_length,
+            **dict(self.model),
+        )
