@@ -39,7 +39,7 @@ def block_parameters(hidden, intermediate):
         ("albert_base_v2", 11_683_584),
         ("albert_large_v2", 17_683_968),
         ("albert_xlarge_v2", 58_724_864),
-        ("albert_xxlarge_v2", 222_595_584),
+        pytest.param("albert_xxlarge_v2", 222_595_584, marks=pytest.mark.slow),  # ~5 s to build
     ],
 )
 def test_preset_parameter_counts(preset, expected):
