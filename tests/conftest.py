@@ -1,4 +1,13 @@
-"""Test configuration shared by the whole suite."""
+"""Test configuration shared by the whole suite.
+
+- `--run-slow` (or KERAS_ALBERT_RUN_SLOW=1) runs the tests marked `slow`; without it they are
+  skipped, and such a skip is allowed.
+- A skip is a failure unless the test is marked `allowed_skip` (or is a gated slow test): a
+  missing test dependency or a broken fixture must not turn parity evidence into a quiet "s".
+  The session ends with exit status 1 and lists the skips that were not allowed.
+- With the `CI` environment variable set, Hypothesis runs derandomized (the "ci" profile), so
+  a red CI run replays the same examples.
+"""
 
 import os
 
@@ -6,6 +15,14 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import pytest  # noqa: E402
+from hypothesis import settings  # noqa: E402
+
+settings.register_profile("ci", derandomize=True, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
+
+ALLOWED_SKIP = "allowed_skip"
+_unallowed_skips = []
 
 
 def pytest_addoption(parser):
@@ -17,7 +34,39 @@ def pytest_addoption(parser):
 def pytest_collection_modifyitems(config, items):
     if config.getoption("--run-slow") or os.environ.get("KERAS_ALBERT_RUN_SLOW") == "1":
         return
-    skip_slow = pytest.mark.skip(reason="slow: run with --run-slow or KERAS_ALBERT_RUN_SLOW=1")
+    reason = "slow: run with --run-slow or KERAS_ALBERT_RUN_SLOW=1"
     for item in items:
         if "slow" in item.keywords:
-            item.add_marker(skip_slow)
+            item.add_marker(pytest.mark.skip(reason=reason))
+            item.add_marker(pytest.mark.allowed_skip(reason))
+
+
+def _skip_reason(report) -> str:
+    if isinstance(report.longrepr, tuple):  # (path, line, "Skipped: reason")
+        return str(report.longrepr[2])
+    return str(report.longrepr)
+
+
+def pytest_collectreport(report):
+    # A whole module skipped at import (e.g. pytest.importorskip at module level).
+    if report.skipped:
+        _unallowed_skips.append(f"{report.nodeid}: {_skip_reason(report)}")
+
+
+def pytest_runtest_logreport(report):
+    if not report.skipped or hasattr(report, "wasxfail"):
+        return
+    if ALLOWED_SKIP not in report.keywords:
+        _unallowed_skips.append(f"{report.nodeid}: {_skip_reason(report)}")
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _unallowed_skips:
+        terminalreporter.section("skips not marked allowed_skip (these fail the run)", red=True)
+        for line in _unallowed_skips:
+            terminalreporter.line(line)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _unallowed_skips and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -25,13 +25,14 @@ CONFIGS = {
 }
 
 
-def hf_model(cls, values: dict, seed: int = 0):
+def hf_model(cls, values: dict, seed: int = 0, scale: float = 0.1):
+    """An HF model whose every parameter is random: N(0, scale²), plus one where HF puts 1."""
     torch.manual_seed(seed)
     model = cls(transformers.AlbertConfig(**values, attn_implementation="eager"))
     # Random LayerNorm parameters and biases too, so that a swapped beta/gamma shows.
     with torch.no_grad():
         for parameter in model.parameters():
-            parameter.copy_(torch.randn_like(parameter) * 0.1 + (parameter == 1.0).float())
+            parameter.copy_(torch.randn_like(parameter) * scale + (parameter == 1.0).float())
     return model.eval()
 
 

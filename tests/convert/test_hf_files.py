@@ -1,18 +1,18 @@
 """Hugging Face directories both ways: files → ours → equal outputs; ours → from_pretrained."""
 
+import os
 import pathlib
 
 import numpy as np
 import pytest
+import safetensors.numpy as safetensors_numpy
+import torch
+import transformers
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
-safetensors_numpy = pytest.importorskip("safetensors.numpy")
-
-from keras_albert import AlbertBackbone, AlbertClassifier, AlbertPretrainer  # noqa: E402
-from keras_albert.convert import load_checkpoint, save_checkpoint  # noqa: E402
-from tests.convert.hf_reference import ATOL, CONFIGS, hf_forward, hf_model  # noqa: E402
-from tests.helpers import random_inputs, to_numpy  # noqa: E402
+from keras_albert import AlbertBackbone, AlbertClassifier, AlbertPretrainer
+from keras_albert.convert import load_checkpoint, save_checkpoint
+from tests.convert.hf_reference import ATOL, CONFIGS, hf_forward, hf_model
+from tests.helpers import random_inputs, to_numpy
 
 VALUES = CONFIGS["groups_and_inner_repetitions"]
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -74,19 +74,29 @@ def test_pytorch_bin_is_read_with_weights_only(tmp_path):
     compare("AlbertModel", ours, reference, inputs)
 
 
-class NotATensor:
-    pass
+class CreatesAFileWhenUnpickled:
+    """Unpickling this calls os.mkdir(path): code that runs on load, as a hostile file's would."""
+
+    def __init__(self, path):
+        self.path = str(path)
+
+    def __reduce__(self):
+        return (os.mkdir, (self.path,))
 
 
-@pytest.mark.parametrize("payload", ["object", "number"])
+@pytest.mark.parametrize("payload", ["code", "number"])
 def test_pickled_objects_in_a_bin_are_refused(tmp_path, payload):
     reference = hf_model(transformers.AlbertModel, VALUES)
     reference.config.save_pretrained(tmp_path)
     state = dict(reference.state_dict())
-    state["surprise"] = NotATensor() if payload == "object" else 3
+    side_effect = tmp_path / "created-by-unpickling"
+    state["surprise"] = CreatesAFileWhenUnpickled(side_effect) if payload == "code" else 3
     torch.save(state, tmp_path / "pytorch_model.bin")
+    assert not side_effect.exists()
     with pytest.raises(ValueError, match="Refused"):
         load_checkpoint(tmp_path)
+    # Refusing after unpickling would be too late: the payload must never have run.
+    assert not side_effect.exists()
 
 
 @pytest.mark.parametrize(
@@ -150,7 +160,6 @@ def test_keras_file_round_trip_through_the_converter(tmp_path):
 
 
 def test_convert_checkpoint_cli(tmp_path):
-    import os
     import subprocess
     import sys
 

@@ -9,6 +9,7 @@ import tensorflow as tf
 from keras_albert import AlbertBackbone, AlbertClassifier, AlbertConfig, AlbertPretrainer
 from keras_albert.convert import load_checkpoint
 from keras_albert.convert.tf1 import load_tf1_weights, read_tf1_checkpoint
+from tests.helpers import random_inputs, to_numpy
 
 # The variable names of google-research/albert (modeling.py), spelled out from its layout:
 # (original name, our weight path, stored transposed relative to Keras).
@@ -158,6 +159,107 @@ def test_checkpoint_prefix_with_an_explicit_config(tmp_path):
     assert_landed(model, names, values)
     with pytest.raises(ValueError, match="needs `config`"):
         load_checkpoint(tmp_path / "model.ckpt-100")
+
+
+def original_forward(values, original_config, token_ids, segment_ids, input_mask, positions):
+    """The forward pass of google-research/albert, in float64 NumPy, from the variables by name.
+
+    Written from the definitions in its modeling.py (embeddings → LayerNorm →
+    embedding_hidden_mapping_in; layer i runs group int(i / num_layers * num_groups), each
+    inner group being attention_1 → "LayerNorm" → ffn_1 → "LayerNorm_1"; padded keys get
+    -10000; "gelu" is the tanh form; tanh pooler on the first token) and run_pretraining.py
+    (cls/predictions: dense + activation + LayerNorm, then the word table transposed plus
+    output_bias; cls/seq_relationship: pooled · output_weightsᵀ + output_bias).
+    Returns (sequence_output, pooled_output, masked-LM logits, sentence-order logits).
+    """
+    v = {name: np.asarray(value, np.float64) for name, value in values.items()}
+    num_layers = original_config["num_hidden_layers"]
+    num_groups = original_config["num_hidden_groups"]
+    num_heads = original_config["num_attention_heads"]
+    batch, length = token_ids.shape
+
+    def layer_norm(x, scope):  # tf.contrib.layers.layer_norm, variance epsilon 1e-12
+        mean = x.mean(-1, keepdims=True)
+        variance = ((x - mean) ** 2).mean(-1, keepdims=True)
+        return (x - mean) / np.sqrt(variance + 1e-12) * v[f"{scope}/gamma"] + v[f"{scope}/beta"]
+
+    def dense(x, scope):
+        return x @ v[f"{scope}/kernel"] + v[f"{scope}/bias"]
+
+    def gelu(x):
+        return 0.5 * x * (1.0 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
+
+    x = (
+        v["bert/embeddings/word_embeddings"][token_ids]
+        + v["bert/embeddings/token_type_embeddings"][segment_ids]
+        + v["bert/embeddings/position_embeddings"][:length]
+    )
+    x = layer_norm(x, "bert/embeddings/LayerNorm")
+    x = dense(x, "bert/encoder/embedding_hidden_mapping_in")  # (batch, length, hidden)
+    hidden = x.shape[-1]
+    head_size = hidden // num_heads
+    adder = (1.0 - input_mask[:, None, None, :]) * -10000.0  # (batch, 1, 1, keys)
+    for layer in range(num_layers):
+        group = int(layer / num_layers * num_groups)
+        for inner in range(original_config["inner_group_num"]):
+            scope = f"bert/encoder/transformer/group_{group}/inner_group_{inner}"
+            # (batch, length, heads, head_size), as dense_layer_3d reshapes its kernel
+            q, k, val = (
+                dense(x, f"{scope}/attention_1/self/{name}").reshape(
+                    batch, length, num_heads, head_size
+                )
+                for name in ("query", "key", "value")
+            )
+            scores = np.einsum("bfnd,btnd->bnft", q, k) / np.sqrt(head_size) + adder
+            probabilities = np.exp(scores - scores.max(-1, keepdims=True))
+            probabilities /= probabilities.sum(-1, keepdims=True)
+            context = np.einsum("bnft,btnd->bfnd", probabilities, val).reshape(batch, length, -1)
+            attention = dense(context, f"{scope}/attention_1/output/dense")
+            attention = layer_norm(attention + x, f"{scope}/LayerNorm")
+            intermediate = gelu(dense(attention, f"{scope}/ffn_1/intermediate/dense"))
+            output = dense(intermediate, f"{scope}/ffn_1/intermediate/output/dense")
+            x = layer_norm(output + attention, f"{scope}/LayerNorm_1")
+    pooled = np.tanh(dense(x[:, 0], "bert/pooler/dense"))
+
+    gathered = np.take_along_axis(x, positions[..., None], axis=1)
+    transformed = gelu(dense(gathered, "cls/predictions/transform/dense"))
+    transformed = layer_norm(transformed, "cls/predictions/transform/LayerNorm")
+    mlm_logits = (
+        transformed @ v["bert/embeddings/word_embeddings"].T + v["cls/predictions/output_bias"]
+    )
+    sop_logits = (
+        pooled @ v["cls/seq_relationship/output_weights"].T + v["cls/seq_relationship/output_bias"]
+    )
+    assert hidden == original_config["hidden_size"] and x.shape == (batch, length, hidden)
+    return x, pooled, mlm_logits, sop_logits
+
+
+def test_forward_matches_a_numpy_transcription_of_the_original(tmp_path):
+    template = AlbertPretrainer(AlbertBackbone.from_albert_config(CONFIG))
+    names = expected_names(CONFIG, PRETRAINING_HEADS)
+    values = write_tf1_checkpoint(tmp_path, template, names)
+    model = load_checkpoint(tmp_path)
+    inputs = random_inputs(
+        ORIGINAL_CONFIG["vocab_size"], batch_size=3, sequence_length=16, num_masked=4, seed=2
+    )
+    sequence, pooled, mlm_logits, sop_logits = original_forward(
+        values,
+        ORIGINAL_CONFIG,
+        inputs["token_ids"],
+        inputs["segment_ids"],
+        inputs["padding_mask"].astype(np.float64),
+        inputs["mask_positions"],
+    )
+    backbone_inputs = {k: v for k, v in inputs.items() if k != "mask_positions"}
+    backbone_outputs = to_numpy(model.backbone(backbone_inputs))
+    outputs = to_numpy(model(inputs))
+    # Observed differences are ~1e-7 (float32 against float64), padded positions included.
+    np.testing.assert_allclose(backbone_outputs["sequence_output"], sequence, atol=1e-5)
+    np.testing.assert_allclose(backbone_outputs["pooled_output"], pooled, atol=1e-5)
+    np.testing.assert_allclose(outputs["mlm_logits"], mlm_logits, atol=1e-5)
+    np.testing.assert_allclose(outputs["sop_logits"], sop_logits, atol=1e-5)
+    # Both heads are far from constant: the comparison cannot pass on zeros.
+    assert mlm_logits.std() > 0.5 and np.abs(sop_logits).max() > 0.5
 
 
 GROUP_1_LAYER_NORM_1 = "bert/encoder/transformer/group_1/inner_group_0/LayerNorm_1/gamma"

@@ -1,12 +1,11 @@
 """Parity with keras-hub's AlbertBackbone (an independent Keras implementation)."""
 
+import keras_hub
 import numpy as np
 import pytest
 
-keras_hub = pytest.importorskip("keras_hub")
-
-from keras_albert import AlbertBackbone  # noqa: E402
-from tests.helpers import random_inputs, to_numpy  # noqa: E402
+from keras_albert import AlbertBackbone
+from tests.helpers import random_inputs, to_numpy
 
 # keras-hub weight path (inside one block) -> ours; kernels are reshaped, values unchanged.
 _BLOCK = {

@@ -239,13 +239,40 @@ def test_make_dataset_matches_the_python_tokenizer(albert_tokenizer):
         assert padding_mask[row].sum() == len(ids) and padding_mask.dtype == np.int32
 
 
+def _rows(dataset, num_batches=None):
+    """(token ids, label) per example, in the order the dataset yields them."""
+    if num_batches is not None:
+        dataset = dataset.take(num_batches)
+    return [
+        (tuple(ids.tolist()), int(label))
+        for x, y in dataset.as_numpy_iterator()
+        for ids, label in zip(x["token_ids"], y, strict=True)
+    ]
+
+
 def test_training_dataset_repeats_shuffles_and_drops_the_remainder(albert_tokenizer):
     examples = glue.read_examples(os.path.join(GLUE_DATA, "sst2_dev.tsv"), "SST-2")
-    dataset = glue.make_dataset(examples, albert_tokenizer, 16, batch_size=3, training=True, seed=1)
-    batches = list(dataset.take(8).as_numpy_iterator())
-    assert all(x["token_ids"].shape == (3, 16) for x, _ in batches)
-    first_pass = np.concatenate([x["token_ids"][:, 1] for x, _ in batches[:2]])
-    assert len(set(first_pass.tolist())) > 1
+    num_examples = len(examples)
+    file_order = _rows(glue.make_dataset(examples, albert_tokenizer, 16, batch_size=num_examples))
+    assert len(set(file_order)) == num_examples == 8  # distinct rows: an order is visible
+
+    def training_rows(seed):
+        dataset = glue.make_dataset(
+            examples, albert_tokenizer, 16, batch_size=3, training=True, seed=seed
+        )
+        rows = _rows(dataset, num_batches=8)
+        assert len(rows) == 24  # full batches across the pass boundaries: three passes of 8
+        return rows
+
+    rows = training_rows(seed=1)
+    passes = [rows[i * num_examples : (i + 1) * num_examples] for i in range(3)]
+    for one_pass in passes:  # each pass sees every example once ...
+        assert sorted(one_pass) == sorted(file_order)
+    assert passes[0] != file_order  # ... not in file order,
+    assert passes[1] != passes[0]  # and in a new order every pass,
+    assert training_rows(seed=1) == rows  # the same for the same seed,
+    assert training_rows(seed=2) != rows  # another for another seed.
+
     unlabeled = glue.read_examples(os.path.join(GLUE_DATA, "sst2_dev.tsv"), "SST-2", labeled=False)
     (x,) = list(glue.make_dataset(unlabeled, albert_tokenizer, 16, 8).as_numpy_iterator())
     assert set(x) == {"token_ids", "segment_ids", "padding_mask"}

@@ -218,17 +218,23 @@ def test_equals_keras_lamb_where_the_rules_coincide():
     assert any(np.abs(albert[p] - theirs[p]).max() > 1e-4 for p in albert)
 
 
-def test_keras_global_clipnorm_is_tf_clip_by_global_norm():
-    rng = np.random.default_rng(0)
-    for scale in (0.01, 1.0, 10.0):
-        grads = [
-            tf.constant(scale * rng.standard_normal(shape), tf.float32) for shape in ((3, 4), (4,))
-        ]
-        optimizer = Lamb(global_clipnorm=1.0)
-        ours = keras.optimizers.Optimizer._clip_gradients(optimizer, grads)
-        reference, _ = tf.clip_by_global_norm(grads, clip_norm=1.0)
-        for a, b in zip(ours, reference, strict=True):
-            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6)
+@pytest.mark.parametrize("gradient_scale", [0.01, 1.0, 10.0])
+def test_lamb_apply_clips_by_the_global_norm_before_the_rule(gradient_scale):
+    # epsilon=1 makes the step depend on the gradient's size (with the usual 1e-6 Adam's
+    # m/sqrt(v) hides it), so the clipped and the unclipped rule end apart.
+    model, variables = tiny_model()
+    steps = random_gradient_steps(variables, gradient_scale, seed=13)[:2]
+    start = initial_values(variables)
+    settings = dict(learning_rate=0.1, epsilon=1.0, weight_decay_rate=0.0)
+
+    actual = run_optimizer(Lamb(**settings, global_clipnorm=1.0), variables, steps)
+
+    expected = numpy_lamb(start, steps, **settings, adapted=WITH_DECAY, global_clipnorm=1.0)
+    assert_weights_close(actual, expected, rtol=1e-5, atol=1e-7)
+    unclipped = numpy_lamb(start, steps, **settings, adapted=WITH_DECAY, global_clipnorm=None)
+    clipped = max(np.sqrt(sum(np.sum(g**2) for g in step.values())) for step in steps) > 1.0
+    moved_apart = any(np.abs(actual[p] - unclipped[p]).max() > 1e-4 for p in actual)
+    assert moved_apart == clipped
 
 
 def test_jit_compiled_step_matches_eager():
