@@ -1,7 +1,12 @@
 """keras_albert: ALBERT (Lan et al., 2020, arXiv:1909.11942) for Keras 3 on TensorFlow."""
 
 from keras_albert.config import PRESETS, AlbertConfig, get_preset
-from keras_albert.models import AlbertBackbone, AlbertClassifier, AlbertPretrainer
+from keras_albert.models import (
+    AlbertBackbone,
+    AlbertClassifier,
+    AlbertPretrainer,
+    AlbertQuestionAnswerer,
+)
 
 # Registers what a saved training output refers to (Lamb, its schedule, the MLM loss) with
 # Keras, so that `keras.models.load_model` needs nothing but `import keras_albert`.
@@ -17,5 +22,6 @@ __all__ = [
     "AlbertClassifier",
     "AlbertConfig",
     "AlbertPretrainer",
+    "AlbertQuestionAnswerer",
     "get_preset",
 ]
