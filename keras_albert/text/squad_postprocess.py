@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 
 from keras_albert.text.squad import SquadFeature
-from keras_albert.text.squad_metrics import write_json
+from keras_albert.text.squad_metrics import evaluate, write_json
 from keras_albert.validation import require_positive_int
 
 
@@ -255,3 +255,26 @@ def write_prediction_files(result: SquadPredictions, output_dir: str | os.PathLi
         os.path.join(output_dir, "null_odds.json"),
     )
     write_json(result.nbest, os.path.join(output_dir, "nbest_predictions.json"))
+
+
+def write_evaluation(
+    dataset: Mapping,
+    result: SquadPredictions,
+    output_dir: str | os.PathLike,
+    null_score_threshold: float | None = None,
+) -> dict:
+    """Writes the three prediction files and `metrics.json` (official keys); returns the metrics.
+
+    With `null_score_threshold` (v2) the metrics count an answer as "no answer" exactly where
+    the predictions do (null odds above the threshold), and also report the best thresholds.
+    """
+    write_prediction_files(result, output_dir)
+    if null_score_threshold is None:
+        metrics = evaluate(dataset, result.predictions)
+    else:
+        metrics = evaluate(
+            dataset, result.predictions, result.null_odds, no_answer_threshold=null_score_threshold
+        )
+        metrics["null_score_threshold"] = null_score_threshold
+    write_json(metrics, os.path.join(output_dir, "metrics.json"))
+    return metrics
