@@ -321,8 +321,8 @@ def squad_features(
             segment_ids = np.zeros(sequence_length, dtype=np.int32)
             segment_ids[offset : len(ids)] = 1
             padding_mask = (np.arange(sequence_length) < len(ids)).astype(np.int32)
-            token_starts = np.full(sequence_length, -1, dtype=np.int64)
-            token_ends = np.full(sequence_length, -1, dtype=np.int64)
+            token_starts = np.full(sequence_length, -1, dtype=np.int32)
+            token_ends = np.full(sequence_length, -1, dtype=np.int32)
             token_starts[offset : offset + length] = context_tokens.starts[window_start:window_end]
             token_ends[offset : offset + length] = context_tokens.ends[window_start:window_end]
             max_context = np.zeros(sequence_length, dtype=bool)
