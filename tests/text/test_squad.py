@@ -134,6 +134,16 @@ def oracle_logits(features):
     return start, end
 
 
+def one_question(context, answer, answer_start, qid="q", question="Which?"):
+    """A SQuAD dataset of one paragraph with one question."""
+    qa = {
+        "id": qid,
+        "question": question,
+        "answers": [{"text": answer, "answer_start": answer_start}],
+    }
+    return {"data": [{"paragraphs": [{"context": context, "qas": [qa]}]}]}
+
+
 @pytest.mark.parametrize(
     "path, sequence_length, doc_stride",
     [(V1_SAMPLE, 384, 128), (V1_SAMPLE, 48, 8), (V2_SAMPLE, 384, 128), (V2_SAMPLE, 40, 7)],
@@ -212,28 +222,7 @@ def test_windows_cover_every_context_token_and_an_oracle_scores_100(
 
 def test_post_processing_keeps_only_valid_spans(tokenizer):
     context = "Alpha beta gamma delta epsilon zeta eta theta."
-    example = next(
-        read_squad_examples(
-            {
-                "data": [
-                    {
-                        "paragraphs": [
-                            {
-                                "context": context,
-                                "qas": [
-                                    {
-                                        "id": "q",
-                                        "question": "Which letter?",
-                                        "answers": [{"text": "gamma", "answer_start": 11}],
-                                    }
-                                ],
-                            }
-                        ]
-                    }
-                ]
-            }
-        )
-    )
+    example = next(read_squad_examples(one_question(context, "gamma", 11)))
     (feature,) = squad_features([example], tokenizer, sequence_length=32, max_query_length=8)
     offset = feature.context_offset
     # Each case: one invalid pair with high logits, and "gamma" (context token 2) lower.
@@ -258,33 +247,8 @@ def test_post_processing_keeps_only_valid_spans(tokenizer):
 
 def test_long_contexts_are_windowed_in_linear_time(tokenizer):
     context = " ".join(f"word{i % 97}" for i in range(20000))  # about 130,000 characters
-    example = next(
-        read_squad_examples(
-            {
-                "data": [
-                    {
-                        "paragraphs": [
-                            {
-                                "context": context,
-                                "qas": [
-                                    {
-                                        "id": "q",
-                                        "question": "a?",
-                                        "answers": [
-                                            {
-                                                "text": "word5",
-                                                "answer_start": context.rindex("word5"),
-                                            }
-                                        ],
-                                    }
-                                ],
-                            }
-                        ]
-                    }
-                ]
-            }
-        )
-    )
+    dataset = one_question(context, "word5", context.rindex("word5"), question="a?")
+    example = next(read_squad_examples(dataset))
     features = list(squad_features([example], tokenizer, sequence_length=384, doc_stride=128))
     num_tokens = len(tokenize_with_offsets(tokenizer, context).ids)
     window_length = 384 - len(tokenizer.encode("a?")) - 3
@@ -297,23 +261,6 @@ def test_long_contexts_are_windowed_in_linear_time(tokenizer):
 
 
 def test_an_answer_not_at_its_start_is_an_error_naming_the_question():
-    bad = {
-        "data": [
-            {
-                "paragraphs": [
-                    {
-                        "context": "abc def",
-                        "qas": [
-                            {
-                                "id": "q7",
-                                "question": "?",
-                                "answers": [{"text": "def", "answer_start": 1}],
-                            }
-                        ],
-                    }
-                ]
-            }
-        ]
-    }
+    bad = one_question("abc def", "def", 1, qid="q7")
     with pytest.raises(SquadFormatError, match="q7"):
         list(read_squad_examples(bad))
