@@ -13,9 +13,10 @@ class AnswerClassHead(keras.layers.Layer):
 
     - start: dense(1) over every position, invalid positions masked, log-softmax;
     - end, given a start s: dense(H, tanh) over [h_i ; h_s] → LayerNorm → dense(1), masked,
-      log-softmax. `start_positions` (the gold starts, in training) choose s; without them the
-      `num_start_candidates` best starts are each expanded to their `num_end_candidates` best
-      ends (beam search), and `end_log_probs` is conditioned on the best start;
+      log-softmax. `start_positions` (the gold starts, in training) choose s, and the beam is
+      not searched (`end_top_*` are zeros); without them the `num_start_candidates` best starts
+      are each expanded to their `num_end_candidates` best ends (beam search), and
+      `end_log_probs` is conditioned on the best start;
     - answerability: dense(H, tanh) over [Σ_i softmax(start)_i h_i ; h_[CLS]] → dropout →
       dense(1, no bias) = `cls_logits` (positive = no answer).
 
@@ -130,20 +131,22 @@ class AnswerClassHead(keras.layers.Layer):
         start_log_probs = ops.log_softmax(start_logits, axis=-1)  # (batch, seq)
 
         start_top_log_probs, start_top_index = ops.top_k(start_log_probs, self.num_start_candidates)
-        beam_features = _gather_positions(sequence_output, start_top_index)  # (batch, k, H)
-        beam_end = self._end_log_probs(sequence_output, beam_features, invalid)  # (batch, k, seq)
-        end_top_log_probs, end_top_index = ops.top_k(beam_end, self.num_end_candidates)
         batch = ops.shape(start_log_probs)[0]
         num_pairs = self.num_start_candidates * self.num_end_candidates
-        end_top_log_probs = ops.reshape(end_top_log_probs, (batch, num_pairs))
-        end_top_index = ops.reshape(end_top_index, (batch, num_pairs))
-
         if start_positions is None:
+            beam_features = _gather_positions(sequence_output, start_top_index)  # (batch, k, H)
+            beam_end = self._end_log_probs(sequence_output, beam_features, invalid)  # (b, k, seq)
+            end_top_log_probs, end_top_index = ops.top_k(beam_end, self.num_end_candidates)
+            end_top_log_probs = ops.reshape(end_top_log_probs, (batch, num_pairs))
+            end_top_index = ops.reshape(end_top_index, (batch, num_pairs))
             end_log_probs = beam_end[:, 0]
         else:
+            # Training: the end given the gold start only; no beam (as the original's graph).
             positions = ops.reshape(ops.cast(start_positions, "int32"), (-1, 1))
             gold_features = _gather_positions(sequence_output, positions)  # (batch, 1, H)
             end_log_probs = self._end_log_probs(sequence_output, gold_features, invalid)[:, 0]
+            end_top_log_probs = ops.zeros((batch, num_pairs), "float32")
+            end_top_index = ops.zeros((batch, num_pairs), "int32")
 
         start_probs = ops.cast(ops.softmax(start_logits, axis=-1), sequence_output.dtype)
         start_feature = ops.einsum("bl,blh->bh", start_probs, sequence_output)
