@@ -5,7 +5,12 @@ from keras_albert import _startup  # noqa: F401  isort: skip
 
 from keras_albert.config import PRESETS, AlbertConfig, get_preset
 from keras_albert.convert import load_checkpoint, save_checkpoint
-from keras_albert.models import AlbertBackbone, AlbertClassifier, AlbertPretrainer
+from keras_albert.models import (
+    AlbertBackbone,
+    AlbertClassifier,
+    AlbertPretrainer,
+    AlbertQuestionAnswerer,
+)
 from keras_albert.text.packing import AlbertPacker
 from keras_albert.text.tokenizer import AlbertTokenizer
 
@@ -24,6 +29,7 @@ __all__ = [
     "AlbertConfig",
     "AlbertPacker",
     "AlbertPretrainer",
+    "AlbertQuestionAnswerer",
     "AlbertTokenizer",
     "get_preset",
     "load_checkpoint",

@@ -16,6 +16,7 @@ import numpy as np
 from keras_albert.config import AlbertConfig
 from keras_albert.convert.name_table import Entry, assign_from_table, read_from_table
 from keras_albert.models import AlbertBackbone, AlbertClassifier, AlbertPretrainer
+from keras_albert.models.question_answerer import AlbertQuestionAnswerer
 
 # HF architecture name → the kind of model we build for it.
 HF_ARCHITECTURES = {
@@ -23,6 +24,7 @@ HF_ARCHITECTURES = {
     "AlbertForPreTraining": "pretrainer",
     "AlbertForMaskedLM": "pretrainer",
     "AlbertForSequenceClassification": "classifier",
+    "AlbertForQuestionAnswering": "question_answerer",
 }
 
 # (our sublayer path, HF module name) inside one transformer block.
@@ -102,6 +104,15 @@ def _table_for(model) -> tuple[list[Entry], dict[str, str]]:
         table = hf_name_table(model.backbone.albert_config, backbone_prefix="albert.")
         table += _linear("logits", "classifier")
         return table, {}
+    if isinstance(model, AlbertQuestionAnswerer):
+        if model.answerability != "null_span":
+            raise ValueError(
+                "Hugging Face's AlbertForQuestionAnswering has only the null-span head. "
+                f"Received: answerability={model.answerability!r}"
+            )
+        table = hf_name_table(model.backbone.albert_config, backbone_prefix="albert.")
+        table += _linear("span_logits", "qa_outputs")
+        return table, {}
     if isinstance(model, AlbertPretrainer):
         config = model.backbone.albert_config
         table = hf_name_table(config, heads=True, backbone_prefix="albert.")
@@ -128,7 +139,8 @@ def load_hf_weights(
     """Fills `model` from HF-named arrays; returns the weights left as initialized.
 
     Args:
-        model: an `AlbertBackbone`, `AlbertPretrainer` or `AlbertClassifier`.
+        model: an `AlbertBackbone`, `AlbertPretrainer`, `AlbertClassifier` or (null-span)
+            `AlbertQuestionAnswerer`.
         tensors: HF parameter name → array (a `state_dict` or a safetensors file).
         allow_uninitialized: regexes of our weight paths that may be absent from `tensors`
             and keep their fresh initialization (e.g. the pooler and SOP head when loading
@@ -136,6 +148,9 @@ def load_hf_weights(
         ignore_heads: for a backbone, skip HF head tensors instead of refusing them.
     """
     tensors = dict(tensors)
+    if isinstance(model, AlbertQuestionAnswerer):
+        # HF builds AlbertForQuestionAnswering without a pooler; ours keeps its unused one.
+        allow_uninitialized = [*allow_uninitialized, r"^pooler/"]
     if isinstance(model, AlbertBackbone):
         tensors = {k.removeprefix("albert."): v for k, v in tensors.items()}
     table, aliases = _table_for(model)
@@ -146,15 +161,18 @@ def load_hf_weights(
         aliases=aliases,
         # Buffers HF may keep in a state_dict are not weights.
         ignore_patterns=[r"position_ids$", r"token_type_ids$"]
-        + ([r"^(predictions|sop_classifier|classifier)\."] if ignore_heads else []),
+        + ([r"^(predictions|sop_classifier|classifier|qa_outputs)\."] if ignore_heads else []),
         allow_uninitialized=allow_uninitialized,
         source_description="Hugging Face ALBERT weights",
     )
 
 
 def hf_weights_from_model(model) -> dict[str, np.ndarray]:
-    """Our weights under HF names (the tied decoder is not repeated)."""
+    """Our weights under HF names (the tied decoder is not repeated; no pooler for question
+    answering, which HF builds without one)."""
     table, _ = _table_for(model)
+    if isinstance(model, AlbertQuestionAnswerer):
+        table = [entry for entry in table if not entry.weight_path.startswith("pooler/")]
     return read_from_table(model.weights, table)
 
 
@@ -162,6 +180,8 @@ def hf_architecture(model) -> str:
     """The HF class that holds the same weights as `model`."""
     if isinstance(model, AlbertClassifier):
         return "AlbertForSequenceClassification"
+    if isinstance(model, AlbertQuestionAnswerer):
+        return "AlbertForQuestionAnswering"
     if isinstance(model, AlbertPretrainer):
         return "AlbertForPreTraining"
     if isinstance(model, AlbertBackbone):
@@ -238,6 +258,8 @@ def write_hf_directory(model, path: str | os.PathLike) -> None:
         hf_config["classifier_dropout_prob"] = model.dropout
         if model.num_classes == 1:
             hf_config["problem_type"] = "regression"
+    if isinstance(model, AlbertQuestionAnswerer):
+        hf_config["num_labels"] = 2  # qa_outputs: start and end
     os.makedirs(path, exist_ok=True)
     with open(os.path.join(path, "config.json"), "w", encoding="utf-8") as f:
         json.dump(hf_config, f, indent=2, sort_keys=True)

@@ -15,6 +15,7 @@ import tensorflow as tf
 from keras_albert.config import AlbertConfig
 from keras_albert.convert.name_table import Entry, assign_from_table
 from keras_albert.models import AlbertBackbone, AlbertClassifier, AlbertPretrainer
+from keras_albert.models.question_answerer import AlbertQuestionAnswerer
 
 # Optimizer state and bookkeeping in released and fine-tuned checkpoints.
 TF1_IGNORE_PATTERNS = (
@@ -26,6 +27,15 @@ TF1_IGNORE_PATTERNS = (
     r"^loss_scale$",
     r"^_CHECKPOINTABLE_OBJECT_GRAPH$",
 )
+
+# The original SQuAD v2.0 head (`squad_utils.create_v2_model`): our AnswerClassHead sublayer →
+# its variable scope. The LayerNorm is TF1 contrib's (`LayerNorm/gamma`, `LayerNorm/beta`).
+_ANSWER_CLASS_HEAD = [
+    ("start_logits_dense", "start_logits/dense"),
+    ("end_logits_dense_0", "end_logits/dense_0"),
+    ("end_logits_dense_1", "end_logits/dense_1"),
+    ("answer_class_dense_0", "answer_class/dense_0"),
+]
 
 _BLOCK = [  # (our sublayer path, original name inside group_g/inner_group_r)
     ("attention/query", "attention_1/self/query"),
@@ -51,7 +61,11 @@ def tf1_name_table(config: AlbertConfig, heads: str | None = None) -> list[Entry
     Args:
         config: the architecture (sharing="all").
         heads: None for a backbone, "pretraining" for the MLM + SOP heads (`cls/...`),
-            "classifier" for `run_classifier`'s `output_weights` / `output_bias`.
+            "classifier" for `run_classifier`'s `output_weights` / `output_bias`,
+            "squad_v1" for `run_squad_v1`'s `cls/squad/output_weights` [2, H] / `output_bias`
+            (an `AlbertQuestionAnswerer` with the null-span head), "squad_v2" for
+            `run_squad_v2`'s answer-class head (`start_logits/`, `end_logits/`,
+            `answer_class/`).
     """
     if config.sharing != "all":
         raise ValueError(
@@ -88,9 +102,23 @@ def tf1_name_table(config: AlbertConfig, heads: str | None = None) -> list[Entry
             Entry("logits/kernel", "output_weights", transpose=True),
             Entry("logits/bias", "output_bias"),
         ]
+    elif heads == "squad_v1":
+        table += [
+            # Stored (2, H): row 0 scores starts, row 1 ends, multiplied with transpose_b=True.
+            Entry("span_logits/kernel", "cls/squad/output_weights", transpose=True),
+            Entry("span_logits/bias", "cls/squad/output_bias"),
+        ]
+    elif heads == "squad_v2":
+        for ours, original in _ANSWER_CLASS_HEAD:
+            table += _dense(f"answer_class_head/{ours}", original)
+        table += [
+            *_layer_norm("answer_class_head/end_logits_layer_norm", "end_logits/LayerNorm"),
+            Entry("answer_class_head/answer_class_dense_1/kernel", "answer_class/dense_1/kernel"),
+        ]
     elif heads is not None:
         raise ValueError(
-            f"`heads` must be None, 'pretraining' or 'classifier'. Received: heads={heads!r}"
+            "`heads` must be None, 'pretraining', 'classifier', 'squad_v1' or 'squad_v2'. "
+            f"Received: heads={heads!r}"
         )
     return table
 
@@ -118,20 +146,29 @@ def read_tf1_checkpoint(path: str | os.PathLike) -> dict[str, np.ndarray]:
 
 
 def tf1_heads(tensors) -> str | None:
-    """Which heads a checkpoint carries: "pretraining", "classifier" or None."""
+    """Which heads a checkpoint carries: "pretraining", "classifier", "squad_v1", "squad_v2" or
+    None."""
     if "cls/predictions/output_bias" in tensors:
         return "pretraining"
     if "output_weights" in tensors:
         return "classifier"
+    if "cls/squad/output_weights" in tensors:
+        return "squad_v1"
+    if "answer_class/dense_1/kernel" in tensors:
+        return "squad_v2"
     return None
 
 
 def load_tf1_weights(model, tensors) -> None:
-    """Fills an `AlbertBackbone`, `AlbertPretrainer` or `AlbertClassifier` from TF1 tensors."""
+    """Fills an `AlbertBackbone`, `AlbertPretrainer`, `AlbertClassifier` or
+    `AlbertQuestionAnswerer` from TF1 tensors."""
     if isinstance(model, AlbertPretrainer):
         heads, config = "pretraining", model.backbone.albert_config
     elif isinstance(model, AlbertClassifier):
         heads, config = "classifier", model.backbone.albert_config
+    elif isinstance(model, AlbertQuestionAnswerer):
+        heads = "squad_v1" if model.answerability == "null_span" else "squad_v2"
+        config = model.backbone.albert_config
     elif isinstance(model, AlbertBackbone):
         heads, config = None, model.albert_config
     else:
@@ -142,7 +179,11 @@ def load_tf1_weights(model, tensors) -> None:
     ignore = list(TF1_IGNORE_PATTERNS)
     if heads is None:
         # A backbone may be loaded from any checkpoint: the heads are deliberately left out.
-        ignore += [r"^cls/", r"^output_(weights|bias)$"]
+        ignore += [
+            r"^cls/",
+            r"^output_(weights|bias)$",
+            r"^(start_logits|end_logits|answer_class)/",
+        ]
     assign_from_table(
         model.weights,
         tf1_name_table(config, heads),
