@@ -20,9 +20,24 @@ from keras_albert.convert.huggingface import (
     write_hf_directory,
 )
 from keras_albert.convert.tf1 import load_tf1_weights, read_tf1_checkpoint, tf1_heads
-from keras_albert.models import AlbertBackbone, AlbertClassifier, AlbertPretrainer
+from keras_albert.models import (
+    AlbertBackbone,
+    AlbertClassifier,
+    AlbertMultipleChoice,
+    AlbertPretrainer,
+    AlbertTokenClassifier,
+)
 
 FORMATS = ("auto", "hf", "tf1", "keras")
+MODEL_KINDS = (
+    "backbone",
+    "pretrainer",
+    "classifier",
+    "multiple_choice",
+    "token_classifier",
+)
+# Kinds whose head is one `classifier` linear (HF) / `output_weights` (TF1).
+_LINEAR_HEADS = ("classifier", "multiple_choice", "token_classifier")
 
 
 def detect_format(path: str | os.PathLike) -> str:
@@ -56,11 +71,13 @@ def load_checkpoint(
     Args:
         path: the checkpoint (see the module docstring).
         format: "auto", "hf", "tf1" or "keras".
-        model: force the model kind: "backbone", "pretrainer" or "classifier"; by default
-            the checkpoint's own (its HF architecture, or the heads its tensors carry).
-            A backbone can be taken from any checkpoint (the heads are skipped).
+        model: force the model kind, one of `MODEL_KINDS`; by default the checkpoint's own
+            (its HF architecture, or the heads its tensors carry). A backbone can be taken
+            from any checkpoint (the heads are skipped). A TF1 `run_race` checkpoint has the
+            names of a one-output classifier: load it with model="multiple_choice".
         config: the architecture, for a TF1 checkpoint prefix without albert_config.json.
-        num_classes: for a classifier, when the checkpoint does not say.
+        num_classes: for a classifier (classes) or token classifier (tags), when the
+            checkpoint does not say.
     """
     if format not in FORMATS:
         raise ValueError(f"`format` must be one of {FORMATS}. Received: format={format!r}")
@@ -84,9 +101,16 @@ def _build(kind: str, config: AlbertConfig, num_classes: int | None):
         if num_classes is None:
             raise ValueError("Building a classifier needs `num_classes`; the checkpoint has none.")
         return AlbertClassifier(backbone, num_classes=num_classes)
-    raise ValueError(
-        f"`model` must be 'backbone', 'pretrainer' or 'classifier'. Received: model={kind!r}"
-    )
+    if kind == "multiple_choice":
+        return AlbertMultipleChoice(backbone)
+    if kind == "token_classifier":
+        if num_classes is None:
+            raise ValueError(
+                "Building a token classifier needs `num_classes` (the number of tags); "
+                "the checkpoint has none."
+            )
+        return AlbertTokenClassifier(backbone, num_labels=num_classes)
+    raise ValueError(f"`model` must be one of {MODEL_KINDS}. Received: model={kind!r}")
 
 
 def _load_hf(path: str, kind: str | None, num_classes: int | None):
@@ -99,13 +123,13 @@ def _load_hf(path: str, kind: str | None, num_classes: int | None):
         )
     own_kind = HF_ARCHITECTURES[architecture]
     kind = kind or own_kind
-    if kind == "classifier" and num_classes is None and "classifier.weight" in tensors:
+    if kind == own_kind in _LINEAR_HEADS and num_classes is None and "classifier.weight" in tensors:
         num_classes = int(tensors["classifier.weight"].shape[0])  # (num_labels, hidden)
     model = _build(kind, AlbertConfig.from_hf_config(hf_config), num_classes)
     allow_uninitialized = []
     if architecture == "AlbertForMaskedLM" and kind == "pretrainer":
         allow_uninitialized = [r"^pooler/", r"^sentence_order_head/"]  # MaskedLM has neither
-    if kind == "classifier" and own_kind != "classifier":
+    if kind in _LINEAR_HEADS and own_kind != kind:
         allow_uninitialized = [r"^logits/"]  # a fresh head on a pretrained body
     fresh = load_hf_weights(
         model, tensors, allow_uninitialized=allow_uninitialized, ignore_heads=kind == "backbone"

@@ -1,10 +1,11 @@
 """Hugging Face transformers ALBERT weights ↔ keras_albert models.
 
 The HF names live only here. `hf_name_table(config, ...)` is the declarative mapping;
-`load_hf_weights(model, tensors)` fills an `AlbertBackbone`, `AlbertPretrainer` or
-`AlbertClassifier` from a dict of arrays; `read_hf_directory` / `write_hf_directory` read
-and write a model directory (`config.json` + `model.safetensors`, or a
-`pytorch_model.bin` read with `torch.load(weights_only=True)` only). Never any network.
+`load_hf_weights(model, tensors)` fills an `AlbertBackbone`, `AlbertPretrainer`,
+`AlbertClassifier`, `AlbertMultipleChoice` or `AlbertTokenClassifier` from a dict of arrays;
+`read_hf_directory` / `write_hf_directory` read and write a model directory (`config.json` +
+`model.safetensors`, or a `pytorch_model.bin` read with `torch.load(weights_only=True)` only).
+Never any network.
 """
 
 import json
@@ -15,7 +16,13 @@ import numpy as np
 
 from keras_albert.config import AlbertConfig
 from keras_albert.convert.name_table import Entry, assign_from_table, read_from_table
-from keras_albert.models import AlbertBackbone, AlbertClassifier, AlbertPretrainer
+from keras_albert.models import (
+    AlbertBackbone,
+    AlbertClassifier,
+    AlbertMultipleChoice,
+    AlbertPretrainer,
+    AlbertTokenClassifier,
+)
 
 # HF architecture name → the kind of model we build for it.
 HF_ARCHITECTURES = {
@@ -23,6 +30,15 @@ HF_ARCHITECTURES = {
     "AlbertForPreTraining": "pretrainer",
     "AlbertForMaskedLM": "pretrainer",
     "AlbertForSequenceClassification": "classifier",
+    "AlbertForMultipleChoice": "multiple_choice",
+    "AlbertForTokenClassification": "token_classifier",
+}
+
+# Our models with one `classifier` linear on top of `albert.*`, and their HF class.
+_CLASSIFIER_HEADS = {
+    AlbertClassifier: "AlbertForSequenceClassification",
+    AlbertMultipleChoice: "AlbertForMultipleChoice",
+    AlbertTokenClassifier: "AlbertForTokenClassification",
 }
 
 # (our sublayer path, HF module name) inside one transformer block.
@@ -95,7 +111,7 @@ def hf_name_table(
 
 
 def _table_for(model) -> tuple[list[Entry], dict[str, str]]:
-    if isinstance(model, AlbertClassifier):
+    if type(model) in _CLASSIFIER_HEADS:
         table = hf_name_table(model.backbone.albert_config, backbone_prefix="albert.")
         table += _linear("logits", "classifier")
         return table, {}
@@ -110,9 +126,7 @@ def _table_for(model) -> tuple[list[Entry], dict[str, str]]:
         return table, aliases
     if isinstance(model, AlbertBackbone):
         return hf_name_table(model.albert_config), {}
-    raise ValueError(
-        f"Expected an AlbertBackbone or AlbertPretrainer. Received: {type(model).__name__}"
-    )
+    raise ValueError(f"Expected an ALBERT model. Received: {type(model).__name__}")
 
 
 def load_hf_weights(
@@ -124,7 +138,8 @@ def load_hf_weights(
     """Fills `model` from HF-named arrays; returns the weights left as initialized.
 
     Args:
-        model: an `AlbertBackbone`, `AlbertPretrainer` or `AlbertClassifier`.
+        model: an `AlbertBackbone`, `AlbertPretrainer`, `AlbertClassifier`,
+            `AlbertMultipleChoice` or `AlbertTokenClassifier`.
         tensors: HF parameter name → array (a `state_dict` or a safetensors file).
         allow_uninitialized: regexes of our weight paths that may be absent from `tensors`
             and keep their fresh initialization (e.g. the pooler and SOP head when loading
@@ -135,6 +150,9 @@ def load_hf_weights(
     if isinstance(model, AlbertBackbone):
         tensors = {k.removeprefix("albert."): v for k, v in tensors.items()}
     table, aliases = _table_for(model)
+    if isinstance(model, AlbertTokenClassifier):
+        # HF builds `AlbertForTokenClassification` without a pooler; ours is unused there.
+        allow_uninitialized = [*allow_uninitialized, r"^pooler/"]
     return assign_from_table(
         model.weights,
         table,
@@ -149,15 +167,20 @@ def load_hf_weights(
 
 
 def hf_weights_from_model(model) -> dict[str, np.ndarray]:
-    """Our weights under HF names (the tied decoder is not repeated)."""
+    """Our weights under HF names (the tied decoder is not repeated).
+
+    A token classifier's pooler is left out: HF's `AlbertForTokenClassification` has none.
+    """
     table, _ = _table_for(model)
+    if isinstance(model, AlbertTokenClassifier):
+        table = [entry for entry in table if not entry.weight_path.startswith("pooler/")]
     return read_from_table(model.weights, table)
 
 
 def hf_architecture(model) -> str:
     """The HF class that holds the same weights as `model`."""
-    if isinstance(model, AlbertClassifier):
-        return "AlbertForSequenceClassification"
+    if type(model) in _CLASSIFIER_HEADS:
+        return _CLASSIFIER_HEADS[type(model)]
     if isinstance(model, AlbertPretrainer):
         return "AlbertForPreTraining"
     if isinstance(model, AlbertBackbone):
@@ -220,6 +243,10 @@ def write_hf_directory(model, path: str | os.PathLike) -> None:
         hf_config["classifier_dropout_prob"] = model.dropout
         if model.num_classes == 1:
             hf_config["problem_type"] = "regression"
+    if isinstance(model, AlbertTokenClassifier):
+        hf_config["num_labels"] = model.num_labels
+    if isinstance(model, (AlbertMultipleChoice, AlbertTokenClassifier)):
+        hf_config["classifier_dropout_prob"] = model.dropout
     os.makedirs(path, exist_ok=True)
     with open(os.path.join(path, "config.json"), "w", encoding="utf-8") as f:
         json.dump(hf_config, f, indent=2, sort_keys=True)

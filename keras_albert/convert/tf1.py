@@ -14,7 +14,13 @@ import tensorflow as tf
 
 from keras_albert.config import AlbertConfig
 from keras_albert.convert.name_table import Entry, assign_from_table
-from keras_albert.models import AlbertBackbone, AlbertClassifier, AlbertPretrainer
+from keras_albert.models import (
+    AlbertBackbone,
+    AlbertClassifier,
+    AlbertMultipleChoice,
+    AlbertPretrainer,
+    AlbertTokenClassifier,
+)
 
 # Optimizer state and bookkeeping in released and fine-tuned checkpoints.
 TF1_IGNORE_PATTERNS = (
@@ -51,7 +57,8 @@ def tf1_name_table(config: AlbertConfig, heads: str | None = None) -> list[Entry
     Args:
         config: the architecture (sharing="all").
         heads: None for a backbone, "pretraining" for the MLM + SOP heads (`cls/...`),
-            "classifier" for `run_classifier`'s `output_weights` / `output_bias`.
+            "classifier" for `run_classifier`'s `output_weights` / `output_bias` (also
+            `run_race`'s multiple-choice head: the same names, `output_weights` [1, H]).
     """
     if config.sharing != "all":
         raise ValueError(f"TF1 ALBERT has only sharing='all'. Received: {config.sharing!r}")
@@ -118,10 +125,16 @@ def tf1_heads(tensors) -> str | None:
 
 
 def load_tf1_weights(model, tensors) -> None:
-    """Fills an `AlbertBackbone`, `AlbertPretrainer` or `AlbertClassifier` from TF1 tensors."""
+    """Fills an `AlbertBackbone`, `AlbertPretrainer`, `AlbertClassifier` or
+    `AlbertMultipleChoice` (`run_race`) from TF1 tensors."""
+    if isinstance(model, AlbertTokenClassifier):
+        raise ValueError(
+            "The original ALBERT code has no token classification head; load a backbone from "
+            "the TF1 checkpoint and build an AlbertTokenClassifier on it."
+        )
     if isinstance(model, AlbertPretrainer):
         heads, config = "pretraining", model.backbone.albert_config
-    elif isinstance(model, AlbertClassifier):
+    elif isinstance(model, (AlbertClassifier, AlbertMultipleChoice)):
         heads, config = "classifier", model.backbone.albert_config
     elif isinstance(model, AlbertBackbone):
         heads, config = None, model.albert_config

@@ -2,6 +2,14 @@
 
 from keras_albert.models.backbone import AlbertBackbone
 from keras_albert.models.classifier import AlbertClassifier
+from keras_albert.models.multiple_choice import AlbertMultipleChoice
 from keras_albert.models.pretrainer import AlbertPretrainer
+from keras_albert.models.token_classifier import AlbertTokenClassifier
 
-__all__ = ["AlbertBackbone", "AlbertClassifier", "AlbertPretrainer"]
+__all__ = [
+    "AlbertBackbone",
+    "AlbertClassifier",
+    "AlbertMultipleChoice",
+    "AlbertPretrainer",
+    "AlbertTokenClassifier",
+]
