@@ -7,6 +7,7 @@ from keras_albert.models.task import AlbertTask
 from keras_albert.validation import require_rate
 
 BACKBONE_INPUTS = ("token_ids", "segment_ids", "padding_mask")
+ABSENT_LOGIT = -1e9  # the logit of an absent choice (all padding)
 
 
 @keras.saving.register_keras_serializable(package="keras_albert")
@@ -22,13 +23,20 @@ class FoldChoices(keras.layers.Layer):
 
 @keras.saving.register_keras_serializable(package="keras_albert")
 class UnfoldChoices(keras.layers.Layer):
-    """Scores `(batch × num_choices, 1)` → `(batch, num_choices)`, choices as in `reference`."""
+    """Scores `(batch × num_choices, 1)` → float32 logits `(batch, num_choices)`.
 
-    def call(self, scores, reference):
-        return keras.ops.reshape(scores, keras.ops.shape(reference)[:2])
+    A choice whose `padding_mask` row is all zeros is absent (a question with fewer options
+    than the batch's widest) and gets `ABSENT_LOGIT`: never predicted, no loss.
+    """
 
-    def compute_output_shape(self, scores_shape, reference_shape):
-        return tuple(reference_shape[:2])
+    def call(self, scores, padding_mask):
+        shape = keras.ops.shape(padding_mask)
+        logits = keras.ops.reshape(keras.ops.cast(scores, "float32"), (shape[0], shape[1]))
+        present = keras.ops.max(padding_mask, axis=-1) > 0
+        return keras.ops.where(present, logits, ABSENT_LOGIT)
+
+    def compute_output_shape(self, scores_shape, padding_mask_shape):
+        return tuple(padding_mask_shape[:2])
 
 
 @keras.saving.register_keras_serializable(package="keras_albert")
@@ -39,7 +47,8 @@ class AlbertMultipleChoice(AlbertTask):
     they are folded to `(batch × num_choices, seq)`, run through the backbone, and the pooled
     output → dropout → dense(1) gives one score per choice. Output: float32 logits
     `(batch, num_choices)` (softmax over the choices gives the probabilities). The number of
-    choices is not fixed by the model.
+    choices is not fixed by the model; a choice whose `padding_mask` is all zeros is absent
+    and scores `ABSENT_LOGIT` (-1e9), so questions with fewer options share a batch.
 
     Args:
         backbone: an `AlbertBackbone` (pretrained or converted).
@@ -78,8 +87,7 @@ class AlbertMultipleChoice(AlbertTask):
         folded = {name: fold(value) for name, value in inputs.items()}
         pooled = backbone(folded)["pooled_output"]  # (batch × num_choices, hidden)
         scores = self.output_dense(self.output_dropout(pooled))  # (batch × num_choices, 1)
-        logits = UnfoldChoices(name="unfold_choices")(scores, inputs["token_ids"])
-        outputs = keras.ops.cast(logits, "float32")
+        outputs = UnfoldChoices(name="unfold_choices")(scores, inputs["padding_mask"])
         kwargs.setdefault("name", "albert_multiple_choice")
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
         self.dropout = dropout
