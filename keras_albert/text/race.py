@@ -358,7 +358,7 @@ def make_race_dataset(
         packed = pack_choices(
             packer, tokenizer(article), tokenizer(texts), choice_present, max_qa_length
         )
-        return (packed, *label)
+        return (packed, *label) if label else packed
 
     dataset = dataset.map(encode, num_parallel_calls=tf.data.AUTOTUNE)
     return dataset.prefetch(tf.data.AUTOTUNE)

@@ -117,3 +117,20 @@ def test_bad_arguments_are_clear_errors():
         AlbertMultipleChoice(backbone, dropout=1.5)
     with pytest.raises(ValueError, match="must be an AlbertBackbone"):
         AlbertMultipleChoice("backbone")
+
+
+def test_absent_choices_score_minus_1e9_and_leave_the_others_unchanged():
+    values = CONFIGS["groups_and_inner_repetitions"]
+    reference = hf_model(transformers.AlbertForMultipleChoice, values)
+    ours = AlbertMultipleChoice(AlbertBackbone.from_albert_config(config_from_hf(values)))
+    load_hf_weights(ours, state_dict_numpy(reference))
+    inputs = choice_inputs(values["vocab_size"], seed=7)
+    expected = hf_forward(reference, inputs).logits.numpy()
+    for name in inputs:  # question 1 has 3 options, question 2 has 2
+        inputs[name][1, 3] = 0
+        inputs[name][2, 2:] = 0
+    actual = to_numpy(ours(inputs))
+    absent = np.zeros_like(actual, dtype=bool)
+    absent[1, 3] = absent[2, 2:] = True
+    np.testing.assert_array_equal(actual[absent], -1e9)
+    np.testing.assert_allclose(actual[~absent], expected[~absent], atol=ATOL, rtol=0)
