@@ -63,6 +63,10 @@ class AlbertMultipleChoice(AlbertTask):
     >>> model({"token_ids": ids, "segment_ids": np.zeros_like(ids),
     ...        "padding_mask": np.ones_like(ids)}).shape
     (1, 2)
+
+    Reference: Lan et al., 2020, "ALBERT: A Lite BERT for Self-supervised Learning of Language
+    Representations", arXiv:1909.11942 (its RACE results); Lai et al., 2017, "RACE:
+    Large-scale ReAding Comprehension Dataset From Examinations", arXiv:1704.04683.
     """
 
     def __init__(self, backbone, dropout=0.1, initializer_range=0.02, **kwargs):

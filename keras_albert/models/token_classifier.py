@@ -29,6 +29,9 @@ class AlbertTokenClassifier(AlbertTask):
     >>> model({"token_ids": ids, "segment_ids": np.zeros_like(ids),
     ...        "padding_mask": (ids != 0).astype("int32")}).shape
     (1, 5, 5)
+
+    Reference: Lan et al., 2020, "ALBERT", arXiv:1909.11942; the head is BERT's for CoNLL-2003
+    NER (Devlin et al., 2019, arXiv:1810.04805, section 5.3).
     """
 
     def __init__(self, backbone, num_labels, dropout=0.1, initializer_range=0.02, **kwargs):

@@ -3,7 +3,8 @@
 Files: one token per line, the token in the first column and its tag in the last (columns
 separated by tabs, or by spaces when the line has no tab), a blank line between sentences,
 `-DOCSTART-` lines skipped. Tags are BIO (IOB2): `O`, `B-<type>`, `I-<type>`. A line holding
-only a byte-order mark counts as blank (WNUT 2017's dev file ends with one).
+only a byte-order mark counts as blank (WNUT 2017's dev file ends with one); invalid UTF-8
+becomes U+FFFD, as the tokenizer treats it.
 
 Alignment (the standard recipe): each word is tokenized on its own; its first piece carries
 the word's tag, the other pieces get `IGNORE_LABEL` (-100), which the loss and the evaluation
@@ -197,13 +198,15 @@ def make_ner_dataset(
     training: bool = False,
     seed: int | None = None,
     with_positions: bool = False,
+    input_context: tf.distribute.InputContext | None = None,
 ) -> tf.data.Dataset:
     """Batches of `(features, piece_labels)` for `AlbertTokenClassifier`.
 
     Training datasets are shuffled, repeated and drop the last partial batch. With
     `with_positions=True` (evaluation) each element is `(features, piece_labels,
     word_positions)`, what `word_predictions` needs; an unlabeled file gives `features` (and
-    `word_positions`) only.
+    `word_positions`) only. With an `input_context`, each input pipeline reads its shard and
+    `batch_size` (global) is divided among the replicas.
     """
     require_int("sequence_length", sequence_length, minimum=3)
     require_int("batch_size", batch_size, minimum=1)
@@ -215,6 +218,9 @@ def make_ner_dataset(
         else (words,)
     )
     dataset = tf.data.Dataset.from_tensor_slices(columns)
+    if input_context is not None:
+        dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+        batch_size = input_context.get_per_replica_batch_size(batch_size)
     if training:
         dataset = dataset.shuffle(len(sentences), seed=seed, reshuffle_each_iteration=True)
         dataset = dataset.repeat()

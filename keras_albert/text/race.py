@@ -322,6 +322,7 @@ def make_race_dataset(
     num_choices: int | None = None,
     training: bool = False,
     seed: int | None = None,
+    input_context: tf.distribute.InputContext | None = None,
 ) -> tf.data.Dataset:
     """Batches of `({"token_ids", "segment_ids", "padding_mask"}, label)`, `(batch, choices, seq)`.
 
@@ -331,6 +332,8 @@ def make_race_dataset(
 
     Args:
         num_choices: the choice axis; by default the most options of any question.
+        input_context: with one, each input pipeline reads its shard and `batch_size`
+            (global) is divided among the replicas.
     """
     require_int("sequence_length", sequence_length, minimum=5)
     require_int("max_qa_length", max_qa_length, minimum=1)
@@ -346,6 +349,9 @@ def make_race_dataset(
     dataset = tf.data.Dataset.from_tensor_slices(
         (features, examples.labels) if labeled else (features,)
     )
+    if input_context is not None:
+        dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+        batch_size = input_context.get_per_replica_batch_size(batch_size)
     if training:
         dataset = dataset.shuffle(len(examples), seed=seed, reshuffle_each_iteration=True)
         dataset = dataset.repeat()

@@ -221,3 +221,16 @@ def test_docstart_spaces_and_unknown_tags(tmp_path):
     assert sentences.line_numbers == [3, 6]
     with pytest.raises(ConllFormatError, match=r"a.conll:6: tag 'B-misc' is not in the label"):
         tag_ids(sentences, ["O", "B-org", "I-org"])
+
+
+def test_an_input_context_reads_one_shard_with_the_per_replica_batch(dev, labels, albert_tokenizer):
+    import tensorflow as tf
+
+    context = tf.distribute.InputContext(
+        num_input_pipelines=2, input_pipeline_id=1, num_replicas_in_sync=2
+    )
+    dataset = make_ner_dataset(
+        dev, albert_tokenizer, labels, 64, batch_size=64, input_context=context
+    )
+    sizes = [int(features["token_ids"].shape[0]) for features, _ in dataset]
+    assert sizes[0] == 32 and sum(sizes) == len(dev) // 2

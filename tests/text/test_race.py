@@ -222,3 +222,15 @@ def test_predictions_file(tmp_path):
         assert record["prediction"] == "ABCD"[int(np.argmax(probabilities[row, :count]))]
         assert record["label"] == "ABCD"[examples.labels[row]]
         assert len(record["probabilities"]) == count
+
+
+def test_an_input_context_reads_one_shard_with_the_per_replica_batch(albert_tokenizer):
+    examples = read_race(SAMPLE)
+    context = tf.distribute.InputContext(
+        num_input_pipelines=2, input_pipeline_id=0, num_replicas_in_sync=2
+    )
+    dataset = make_race_dataset(
+        examples, albert_tokenizer, 64, batch_size=16, input_context=context
+    )
+    sizes = [int(features["token_ids"].shape[0]) for features, _ in dataset]
+    assert sizes[0] == 8 and sum(sizes) == (len(examples) + 1) // 2

@@ -4,13 +4,19 @@ import os
 
 import keras
 
-from keras_albert.models import AlbertBackbone
 from keras_albert.text.conll import ConllSentences, label_list, make_ner_dataset, read_conll
 from keras_albert.text.tokenizer import AlbertTokenizer
 from keras_albert.training.ner_task import build_ner_model, compile_ner_model, evaluate_ner
+from tests.helpers import tiny_backbone
 from tests.text._paths import ALBERT_SPM, DATA_DIR
 
 DEV = os.path.join(DATA_DIR, "ner", "wnut17_dev.conll")
+
+
+# Big enough to memorize a handful of real examples in a few dozen steps.
+SIZES = dict(
+    embedding_dim=16, hidden_dim=32, intermediate_dim=64, num_layers=2, max_sequence_length=64
+)
 
 
 def test_a_tiny_model_overfits_real_wnut_sentences(tmp_path):
@@ -30,22 +36,14 @@ def test_a_tiny_model_overfits_real_wnut_sentences(tmp_path):
         [dev.line_numbers[row] for row in rows],
     )
     labels = label_list(dev.tags)
-    backbone = AlbertBackbone(
-        vocabulary_size=tokenizer.vocabulary_size,
-        embedding_dim=16,
-        hidden_dim=32,
-        intermediate_dim=64,
-        num_layers=2,
-        num_heads=2,
-        max_sequence_length=64,
-    )
+    backbone = tiny_backbone(**SIZES, vocabulary_size=tokenizer.vocabulary_size)
     model = build_ner_model(backbone, len(labels), dropout=0.0)
     compile_ner_model(model, keras.optimizers.Adam(3e-3))
     train = make_ner_dataset(
         sentences, tokenizer, labels, sequence_length=64, batch_size=8, training=True
     )
-    history = model.fit(train, steps_per_epoch=80, epochs=1, verbose=0)
-    assert history.history["word_accuracy"][-1] > 0.9
+    history = model.fit(train, steps_per_epoch=40, epochs=3, verbose=0)
+    assert history.history["word_accuracy"][-1] > 0.95  # the last epoch
 
     path = tmp_path / "predictions.conll"
     metrics = evaluate_ner(

@@ -6,7 +6,6 @@ import os
 import keras
 import numpy as np
 
-from keras_albert.models import AlbertBackbone
 from keras_albert.text.race import RaceExamples, make_race_dataset, read_race
 from keras_albert.text.tokenizer import AlbertTokenizer
 from keras_albert.training.race_task import (
@@ -15,6 +14,7 @@ from keras_albert.training.race_task import (
     compile_race_model,
     evaluate_race,
 )
+from tests.helpers import tiny_backbone
 from tests.text._paths import ALBERT_SPM, DATA_DIR
 
 SAMPLE = os.path.join(DATA_DIR, "race", "expmrc-race-dev-sample.json")
@@ -33,16 +33,10 @@ def subset(examples: RaceExamples, rows) -> RaceExamples:
     )
 
 
-def tiny_backbone(vocabulary_size):
-    return AlbertBackbone(
-        vocabulary_size=vocabulary_size,
-        embedding_dim=16,
-        hidden_dim=32,
-        intermediate_dim=64,
-        num_layers=2,
-        num_heads=2,
-        max_sequence_length=64,
-    )
+# Big enough to memorize a handful of real examples in a few dozen steps.
+SIZES = dict(
+    embedding_dim=16, hidden_dim=32, intermediate_dim=64, num_layers=2, max_sequence_length=64
+)
 
 
 def test_a_tiny_model_overfits_real_race_questions(tmp_path):
@@ -59,7 +53,10 @@ def test_a_tiny_model_overfits_real_race_questions(tmp_path):
         if len(rows) == 4:
             break
     examples = subset(examples, np.array(rows))
-    model = build_race_model(tiny_backbone(tokenizer.vocabulary_size), dropout=0.0)
+    model = build_race_model(
+        tiny_backbone(**SIZES, vocabulary_size=tokenizer.vocabulary_size),
+        dropout=0.0,
+    )
     compile_race_model(model, keras.optimizers.Adam(3e-3))
     train = make_race_dataset(
         examples, tokenizer, sequence_length=64, batch_size=4, max_qa_length=24, training=True
