@@ -15,6 +15,7 @@ import keras
 from keras_albert.config import AlbertConfig
 from keras_albert.convert.huggingface import (
     HF_ARCHITECTURES,
+    hf_labels,
     load_hf_weights,
     read_hf_directory,
     write_hf_directory,
@@ -91,7 +92,7 @@ def load_checkpoint(
     return _load_tf1(path, model, config, num_classes)
 
 
-def _build(kind: str, config: AlbertConfig, num_classes: int | None):
+def _build(kind: str, config: AlbertConfig, num_classes: int | None, labels=None):
     backbone = AlbertBackbone.from_albert_config(config)
     if kind == "backbone":
         return backbone
@@ -109,7 +110,9 @@ def _build(kind: str, config: AlbertConfig, num_classes: int | None):
                 "Building a token classifier needs `num_classes` (the number of tags); "
                 "the checkpoint has none."
             )
-        return AlbertTokenClassifier(backbone, num_labels=num_classes)
+        if labels is not None and len(labels) != num_classes:
+            labels = None  # the checkpoint's names do not fit the head asked for
+        return AlbertTokenClassifier(backbone, num_labels=num_classes, labels=labels)
     raise ValueError(f"`model` must be one of {MODEL_KINDS}. Received: model={kind!r}")
 
 
@@ -123,9 +126,11 @@ def _load_hf(path: str, kind: str | None, num_classes: int | None):
         )
     own_kind = HF_ARCHITECTURES[architecture]
     kind = kind or own_kind
-    if kind == own_kind in _LINEAR_HEADS and num_classes is None and "classifier.weight" in tensors:
+    own_head = kind == own_kind and kind in _LINEAR_HEADS
+    if own_head and num_classes is None and "classifier.weight" in tensors:
         num_classes = int(tensors["classifier.weight"].shape[0])  # (num_labels, hidden)
-    model = _build(kind, AlbertConfig.from_hf_config(hf_config), num_classes)
+    labels = hf_labels(hf_config) if own_head else None
+    model = _build(kind, AlbertConfig.from_hf_config(hf_config), num_classes, labels)
     allow_uninitialized = []
     if architecture == "AlbertForMaskedLM" and kind == "pretrainer":
         allow_uninitialized = [r"^pooler/", r"^sentence_order_head/"]  # MaskedLM has neither

@@ -110,8 +110,15 @@ def hf_name_table(
     return table
 
 
+def _linear_head_architecture(model) -> str | None:
+    for model_class, architecture in _CLASSIFIER_HEADS.items():
+        if isinstance(model, model_class):
+            return architecture
+    return None
+
+
 def _table_for(model) -> tuple[list[Entry], dict[str, str]]:
-    if type(model) in _CLASSIFIER_HEADS:
+    if _linear_head_architecture(model) is not None:
         table = hf_name_table(model.backbone.albert_config, backbone_prefix="albert.")
         table += _linear("logits", "classifier")
         return table, {}
@@ -179,13 +186,26 @@ def hf_weights_from_model(model) -> dict[str, np.ndarray]:
 
 def hf_architecture(model) -> str:
     """The HF class that holds the same weights as `model`."""
-    if type(model) in _CLASSIFIER_HEADS:
-        return _CLASSIFIER_HEADS[type(model)]
+    if _linear_head_architecture(model) is not None:
+        return _linear_head_architecture(model)
     if isinstance(model, AlbertPretrainer):
         return "AlbertForPreTraining"
     if isinstance(model, AlbertBackbone):
         return "AlbertModel"
     raise ValueError(f"Expected an ALBERT model. Received: {type(model).__name__}")
+
+
+def hf_labels(hf_config: dict) -> list[str] | None:
+    """The tag names of a HF config (`id2label`), or None when they are HF's `LABEL_<i>`."""
+    id2label = hf_config.get("id2label")
+    if not id2label:
+        return None
+    labels = [id2label.get(str(i), id2label.get(i)) for i in range(len(id2label))]
+    if any(label is None for label in labels) or labels == [
+        f"LABEL_{i}" for i in range(len(labels))
+    ]:
+        return None
+    return labels
 
 
 def read_hf_directory(path: str | os.PathLike) -> tuple[dict, dict[str, np.ndarray]]:
@@ -245,6 +265,9 @@ def write_hf_directory(model, path: str | os.PathLike) -> None:
             hf_config["problem_type"] = "regression"
     if isinstance(model, AlbertTokenClassifier):
         hf_config["num_labels"] = model.num_labels
+        if model.labels is not None:
+            hf_config["id2label"] = dict(enumerate(model.labels))
+            hf_config["label2id"] = {label: i for i, label in enumerate(model.labels)}
     if isinstance(model, (AlbertMultipleChoice, AlbertTokenClassifier)):
         hf_config["classifier_dropout_prob"] = model.dropout
     os.makedirs(path, exist_ok=True)

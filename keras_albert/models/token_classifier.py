@@ -20,6 +20,8 @@ class AlbertTokenClassifier(AlbertTask):
         num_labels: int, number of tags (e.g. the BIO tags of the entity types plus "O").
         dropout: float, dropout on the sequence output (0.1 as HF's default).
         initializer_range: float, stddev of the truncated-normal kernel initializer.
+        labels: optional tag names, one per output in order (e.g. `["O", "B-person", ...]`);
+            kept in the config so that a saved model says what its outputs mean.
 
     Example:
     >>> backbone = AlbertBackbone(vocabulary_size=64, embedding_dim=8, hidden_dim=16,
@@ -34,11 +36,22 @@ class AlbertTokenClassifier(AlbertTask):
     NER (Devlin et al., 2019, arXiv:1810.04805, section 5.3).
     """
 
-    def __init__(self, backbone, num_labels, dropout=0.1, initializer_range=0.02, **kwargs):
+    def __init__(
+        self, backbone, num_labels, dropout=0.1, initializer_range=0.02, labels=None, **kwargs
+    ):
         if not isinstance(backbone, AlbertBackbone):
             raise ValueError(f"`backbone` must be an AlbertBackbone. Received: {backbone!r}")
         require_positive_int("num_labels", num_labels)
         require_rate("dropout", dropout)
+        if labels is not None:
+            labels = list(labels)
+            if len(labels) != num_labels or not all(isinstance(x, str) for x in labels):
+                raise ValueError(
+                    f"`labels` must be {num_labels} strings, one per output. Received: "
+                    f"labels={labels!r}"
+                )
+            if len(set(labels)) != len(labels):
+                raise ValueError(f"`labels` must be distinct. Received: labels={labels!r}")
         self.backbone = backbone
         self.output_dropout = keras.layers.Dropout(
             dropout, dtype=backbone.dtype_policy, name="output_dropout"
@@ -58,10 +71,12 @@ class AlbertTokenClassifier(AlbertTask):
         self.num_labels = num_labels
         self.dropout = dropout
         self.initializer_range = initializer_range
+        self.labels = labels
 
     def task_config(self):
         return {
             "num_labels": self.num_labels,
             "dropout": self.dropout,
             "initializer_range": self.initializer_range,
+            "labels": self.labels,
         }

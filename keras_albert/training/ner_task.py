@@ -4,7 +4,7 @@ The pieces a driver plugs together (the data side is `keras_albert.text.conll`):
 
     train = read_conll(train_file)
     labels = label_list(train.tags)           # saved with the model: the tag of each output
-    model = build_ner_model(backbone, len(labels))
+    model = build_ner_model(backbone, labels)
     compile_ner_model(model, optimizer)
     model.fit(make_ner_dataset(train, tokenizer, labels, ..., training=True), ...)
     metrics = evaluate_ner(model, read_conll(eval_file), tokenizer, labels, ...,
@@ -37,11 +37,13 @@ NER_MAIN_METRIC = "f1"
 
 
 def build_ner_model(
-    backbone: AlbertBackbone, num_labels: int, dropout: float = 0.1
+    backbone: AlbertBackbone, labels: Sequence[str], dropout: float = 0.1
 ) -> AlbertTokenClassifier:
+    """A fresh token head on `backbone`, one output per tag; the tags go into its config."""
     return AlbertTokenClassifier(
         backbone,
-        num_labels=num_labels,
+        num_labels=len(labels),
+        labels=list(labels),
         dropout=dropout,
         initializer_range=backbone.albert_config.initializer_range,
     )

@@ -43,17 +43,25 @@ def test_logits_match_hf_albert_for_token_classification(name):
     assert_equal_on_real_tokens(actual, expected, inputs["padding_mask"])
 
 
+TAGS = ["O"] + [f"{p}-{kind}" for kind in ("loc", "org", "per", "misc", "date", "x") for p in "BI"]
+
+
 def test_hf_directory_to_ours_and_back(tmp_path):
-    reference = hf_model(transformers.AlbertForTokenClassification, VALUES)
+    reference = hf_model(
+        transformers.AlbertForTokenClassification,
+        dict(VALUES, id2label=dict(enumerate(TAGS)), label2id={t: i for i, t in enumerate(TAGS)}),
+    )
     reference.save_pretrained(tmp_path / "hf")
     ours = load_checkpoint(tmp_path / "hf")
     assert type(ours) is AlbertTokenClassifier and ours.num_labels == 13
+    assert ours.labels == TAGS
     inputs = random_inputs(VALUES["vocab_size"], sequence_length=16, seed=3)
     expected = hf_forward(reference, inputs).logits.numpy()
     assert_equal_on_real_tokens(to_numpy(ours(inputs)), expected, inputs["padding_mask"])
 
     save_checkpoint(ours, tmp_path / "again")
     again = transformers.AlbertForTokenClassification.from_pretrained(tmp_path / "again")
+    assert again.config.id2label == dict(enumerate(TAGS))
     for hf_name, tensor in reference.state_dict().items():
         np.testing.assert_array_equal(again.state_dict()[hf_name].numpy(), tensor.numpy())
 
@@ -68,6 +76,9 @@ def test_ours_to_hf_directory_loads_in_transformers_with_equal_logits(tmp_path):
     config = transformers.AutoConfig.from_pretrained(tmp_path / "hf")
     assert config.architectures == ["AlbertForTokenClassification"]
     assert config.num_labels == 7 and config.classifier_dropout_prob == 0.3
+    assert config.id2label == {i: f"LABEL_{i}" for i in range(7)}  # ours had no names
+    assert type(load_checkpoint(tmp_path / "hf")).__name__ == "AlbertTokenClassifier"
+    assert load_checkpoint(tmp_path / "hf").labels is None
     reference = transformers.AlbertForTokenClassification.from_pretrained(tmp_path / "hf").eval()
     inputs = random_inputs(VALUES["vocab_size"], sequence_length=16, seed=5)
     expected = hf_forward(reference, inputs).logits.numpy()
@@ -90,7 +101,9 @@ def test_a_token_classifier_on_a_pretrained_body(tmp_path):
 
 def test_keras_file_and_config_round_trip(tmp_path):
     backbone = AlbertBackbone.from_albert_config(config_from_hf(VALUES))
-    model = AlbertTokenClassifier(backbone, num_labels=13, dropout=0.0, initializer_range=0.05)
+    model = AlbertTokenClassifier(
+        backbone, num_labels=13, dropout=0.0, initializer_range=0.05, labels=TAGS
+    )
     check_model_roundtrips(model, random_inputs(VALUES["vocab_size"]), tmp_path)
 
 
@@ -100,3 +113,7 @@ def test_the_original_code_has_no_token_head():
         load_tf1_weights(AlbertTokenClassifier(backbone, num_labels=3), {})
     with pytest.raises(ValueError, match="num_labels"):
         AlbertTokenClassifier(backbone, num_labels=0)
+    with pytest.raises(ValueError, match="`labels` must be 3 strings"):
+        AlbertTokenClassifier(backbone, num_labels=3, labels=["O", "B-x"])
+    with pytest.raises(ValueError, match="distinct"):
+        AlbertTokenClassifier(backbone, num_labels=2, labels=["O", "O"])

@@ -37,7 +37,7 @@ def test_a_tiny_model_overfits_real_wnut_sentences(tmp_path):
     )
     labels = label_list(dev.tags)
     backbone = tiny_backbone(**SIZES, vocabulary_size=tokenizer.vocabulary_size)
-    model = build_ner_model(backbone, len(labels), dropout=0.0)
+    model = build_ner_model(backbone, labels, dropout=0.0)
     compile_ner_model(model, keras.optimizers.Adam(3e-3))
     train = make_ner_dataset(
         sentences, tokenizer, labels, sequence_length=64, batch_size=8, training=True
