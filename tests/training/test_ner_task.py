@@ -52,3 +52,25 @@ def test_a_tiny_model_overfits_real_wnut_sentences(tmp_path):
     assert metrics["f1"] == 1.0 and metrics["num_cut_words"] == 0
     written = read_conll(path)
     assert written.words == sentences.words and written.tags == sentences.tags
+
+
+def test_loss_and_accuracy_count_only_first_pieces():
+    import numpy as np
+
+    from keras_albert.training.ner_task import FirstPieceAccuracy, ner_loss
+
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(3, 7, 5)).astype("float32")
+    labels = rng.integers(0, 5, size=(3, 7)).astype("int32")
+    labels[rng.random((3, 7)) < 0.5] = -100
+    keep = labels != -100
+    log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    expected = -np.take_along_axis(log_probs, np.maximum(labels, 0)[..., None], -1)[..., 0]
+    loss = float(ner_loss()(labels, logits))
+    np.testing.assert_allclose(loss, expected[keep].mean(), rtol=1e-5)
+
+    metric = FirstPieceAccuracy()
+    metric.update_state(labels, logits)
+    np.testing.assert_allclose(
+        float(metric.result()), (logits.argmax(-1) == labels)[keep].mean(), rtol=1e-6
+    )
