@@ -1,10 +1,11 @@
 """Hugging Face transformers ALBERT weights ↔ keras_albert models.
 
 The HF names live only here. `hf_name_table(config, ...)` is the declarative mapping;
-`load_hf_weights(model, tensors)` fills an `AlbertBackbone`, `AlbertPretrainer` or
-`AlbertClassifier` from a dict of arrays; `read_hf_directory` / `write_hf_directory` read
-and write a model directory (`config.json` + `model.safetensors`, or a
-`pytorch_model.bin` read with `torch.load(weights_only=True)` only). Never any network.
+`load_hf_weights(model, tensors)` fills an `AlbertBackbone`, `AlbertPretrainer`,
+`AlbertClassifier`, `AlbertMultipleChoice` or `AlbertTokenClassifier` from a dict of arrays;
+`read_hf_directory` / `write_hf_directory` read and write a model directory (`config.json` +
+`model.safetensors`, or a `pytorch_model.bin` read with `torch.load(weights_only=True)` only).
+Never any network.
 """
 
 import json
@@ -15,7 +16,13 @@ import numpy as np
 
 from keras_albert.config import AlbertConfig
 from keras_albert.convert.name_table import Entry, assign_from_table, read_from_table
-from keras_albert.models import AlbertBackbone, AlbertClassifier, AlbertPretrainer
+from keras_albert.models import (
+    AlbertBackbone,
+    AlbertClassifier,
+    AlbertMultipleChoice,
+    AlbertPretrainer,
+    AlbertTokenClassifier,
+)
 from keras_albert.models.question_answerer import AlbertQuestionAnswerer
 
 # HF architecture name → the kind of model we build for it.
@@ -25,6 +32,15 @@ HF_ARCHITECTURES = {
     "AlbertForMaskedLM": "pretrainer",
     "AlbertForSequenceClassification": "classifier",
     "AlbertForQuestionAnswering": "question_answerer",
+    "AlbertForMultipleChoice": "multiple_choice",
+    "AlbertForTokenClassification": "token_classifier",
+}
+
+# Our models with one `classifier` linear on top of `albert.*`, and their HF class.
+_CLASSIFIER_HEADS = {
+    AlbertClassifier: "AlbertForSequenceClassification",
+    AlbertMultipleChoice: "AlbertForMultipleChoice",
+    AlbertTokenClassifier: "AlbertForTokenClassification",
 }
 
 # (our sublayer path, HF module name) inside one transformer block.
@@ -99,8 +115,15 @@ def hf_name_table(
     return table
 
 
+def _linear_head_architecture(model) -> str | None:
+    for model_class, architecture in _CLASSIFIER_HEADS.items():
+        if isinstance(model, model_class):
+            return architecture
+    return None
+
+
 def _table_for(model) -> tuple[list[Entry], dict[str, str]]:
-    if isinstance(model, AlbertClassifier):
+    if _linear_head_architecture(model) is not None:
         table = hf_name_table(model.backbone.albert_config, backbone_prefix="albert.")
         table += _linear("logits", "classifier")
         return table, {}
@@ -125,8 +148,7 @@ def _table_for(model) -> tuple[list[Entry], dict[str, str]]:
     if isinstance(model, AlbertBackbone):
         return hf_name_table(model.albert_config), {}
     raise ValueError(
-        "`model` must be an AlbertBackbone, AlbertPretrainer or AlbertClassifier. "
-        f"Received: model={type(model).__name__}"
+        f"`model` must be an ALBERT model of keras_albert. Received: model={type(model).__name__}"
     )
 
 
@@ -139,7 +161,8 @@ def load_hf_weights(
     """Fills `model` from HF-named arrays; returns the weights left as initialized.
 
     Args:
-        model: an `AlbertBackbone`, `AlbertPretrainer`, `AlbertClassifier` or (null-span)
+        model: an `AlbertBackbone`, `AlbertPretrainer`, `AlbertClassifier`,
+            `AlbertMultipleChoice`, `AlbertTokenClassifier` or (null-span)
             `AlbertQuestionAnswerer`.
         tensors: HF parameter name → array (a `state_dict` or a safetensors file).
         allow_uninitialized: regexes of our weight paths that may be absent from `tensors`
@@ -154,6 +177,9 @@ def load_hf_weights(
     if isinstance(model, AlbertBackbone):
         tensors = {k.removeprefix("albert."): v for k, v in tensors.items()}
     table, aliases = _table_for(model)
+    if isinstance(model, AlbertTokenClassifier):
+        # HF builds `AlbertForTokenClassification` without a pooler; ours is unused there.
+        allow_uninitialized = [*allow_uninitialized, r"^pooler/"]
     return assign_from_table(
         model.weights,
         table,
@@ -168,18 +194,21 @@ def load_hf_weights(
 
 
 def hf_weights_from_model(model) -> dict[str, np.ndarray]:
-    """Our weights under HF names (the tied decoder is not repeated; no pooler for question
-    answering, which HF builds without one)."""
+    """Our weights under HF names (the tied decoder is not repeated).
+
+    The pooler is left out for question answering and token classification: HF builds
+    `AlbertForQuestionAnswering` and `AlbertForTokenClassification` without one.
+    """
     table, _ = _table_for(model)
-    if isinstance(model, AlbertQuestionAnswerer):
+    if isinstance(model, (AlbertQuestionAnswerer, AlbertTokenClassifier)):
         table = [entry for entry in table if not entry.weight_path.startswith("pooler/")]
     return read_from_table(model.weights, table)
 
 
 def hf_architecture(model) -> str:
     """The HF class that holds the same weights as `model`."""
-    if isinstance(model, AlbertClassifier):
-        return "AlbertForSequenceClassification"
+    if _linear_head_architecture(model) is not None:
+        return _linear_head_architecture(model)
     if isinstance(model, AlbertQuestionAnswerer):
         return "AlbertForQuestionAnswering"
     if isinstance(model, AlbertPretrainer):
@@ -190,6 +219,19 @@ def hf_architecture(model) -> str:
         "`model` must be an AlbertBackbone, AlbertPretrainer or AlbertClassifier. "
         f"Received: model={type(model).__name__}"
     )
+
+
+def hf_labels(hf_config: dict) -> list[str] | None:
+    """The tag names of a HF config (`id2label`), or None when they are HF's `LABEL_<i>`."""
+    id2label = hf_config.get("id2label")
+    if not id2label:
+        return None
+    labels = [id2label.get(str(i), id2label.get(i)) for i in range(len(id2label))]
+    if any(label is None for label in labels) or labels == [
+        f"LABEL_{i}" for i in range(len(labels))
+    ]:
+        return None
+    return labels
 
 
 def read_hf_directory(path: str | os.PathLike) -> tuple[dict, dict[str, np.ndarray]]:
@@ -260,6 +302,13 @@ def write_hf_directory(model, path: str | os.PathLike) -> None:
             hf_config["problem_type"] = "regression"
     if isinstance(model, AlbertQuestionAnswerer):
         hf_config["num_labels"] = 2  # qa_outputs: start and end
+    if isinstance(model, AlbertTokenClassifier):
+        hf_config["num_labels"] = model.num_labels
+        if model.labels is not None:
+            hf_config["id2label"] = dict(enumerate(model.labels))
+            hf_config["label2id"] = {label: i for i, label in enumerate(model.labels)}
+    if isinstance(model, (AlbertMultipleChoice, AlbertTokenClassifier)):
+        hf_config["classifier_dropout_prob"] = model.dropout
     os.makedirs(path, exist_ok=True)
     with open(os.path.join(path, "config.json"), "w", encoding="utf-8") as f:
         json.dump(hf_config, f, indent=2, sort_keys=True)

@@ -30,13 +30,43 @@ import keras
 import tensorflow as tf
 
 from keras_albert.config import PRESETS, AlbertConfig, get_preset
-from keras_albert.convert.huggingface import HF_ARCHITECTURES, load_hf_weights, read_hf_directory
+from keras_albert.convert.huggingface import (
+    HF_ARCHITECTURES,
+    hf_labels,
+    load_hf_weights,
+    read_hf_directory,
+)
 from keras_albert.convert.tf1 import load_tf1_weights, read_tf1_checkpoint, tf1_heads
-from keras_albert.models import AlbertBackbone, AlbertClassifier, AlbertPretrainer
+from keras_albert.models import (
+    AlbertBackbone,
+    AlbertClassifier,
+    AlbertMultipleChoice,
+    AlbertPretrainer,
+    AlbertQuestionAnswerer,
+    AlbertTokenClassifier,
+)
 from keras_albert.validation import require_int, require_one_of
 
 FORMATS = ("auto", "preset", "config", "keras", "weights", "hf", "tf1", "training_output")
-MODEL_KINDS = ("backbone", "pretrainer", "classifier")
+MODEL_KINDS = (
+    "backbone",
+    "pretrainer",
+    "classifier",
+    "multiple_choice",
+    "token_classifier",
+    "question_answerer",
+)
+# The model class of each kind (a task model wraps an `AlbertBackbone` as `.backbone`).
+_MODEL_CLASSES = (
+    AlbertBackbone,
+    AlbertPretrainer,
+    AlbertClassifier,
+    AlbertMultipleChoice,
+    AlbertTokenClassifier,
+    AlbertQuestionAnswerer,
+)
+# Kinds whose head needs a count the checkpoint may not give: classes, or tags.
+_COUNTED_HEADS = ("classifier", "token_classifier")
 ACCEPTED_FORMS = (
     f"a preset name ({', '.join(PRESETS)})",
     "a config JSON file (ours, albert_config.json or a Hugging Face config.json)",
@@ -157,12 +187,13 @@ def load_checkpoint(
     Args:
         source: a preset name or a path, in one of `ACCEPTED_FORMS` (the module docstring).
         format: one of `FORMATS`; "auto" tells it from `source`.
-        model: "backbone", "pretrainer" or "classifier"; `None` is the checkpoint's own
+        model: one of `MODEL_KINDS`; `None` is the checkpoint's own
             (its HF architecture, the heads its tensors carry, the saved model; a backbone
             for a preset or config).
         config: the architecture (an `AlbertConfig`, a preset name or a config JSON path),
             for a `.weights.h5` file, a TF1 prefix, or a pretraining output without a record.
-        num_classes: for a classifier whose checkpoint does not say.
+        num_classes: for a classifier (classes) or token classifier (tags) whose checkpoint
+            does not say.
     """
     require_one_of("format", format, FORMATS)
     require_one_of("model", model, (None, *MODEL_KINDS))
@@ -185,33 +216,38 @@ def load_checkpoint(
     return _as_kind(loaded, model, num_classes, source)
 
 
-def _build(kind: str, config: AlbertConfig, num_classes: int | None):
-    backbone = AlbertBackbone.from_albert_config(config)
+def _build(kind: str, config: AlbertConfig, num_classes: int | None, **head):
+    return _around(AlbertBackbone.from_albert_config(config), kind, num_classes, **head)
+
+
+def _around(backbone: AlbertBackbone, kind: str, num_classes: int | None, **head):
+    """A model of `kind` around `backbone`, its head fresh (`head`: the head's own options,
+    e.g. `answerability` or tag `labels`)."""
     if kind == "backbone":
         return backbone
     if kind == "pretrainer":
         return AlbertPretrainer(backbone)
-    _require_num_classes(num_classes)
+    if kind == "multiple_choice":
+        return AlbertMultipleChoice(backbone)
+    if kind == "question_answerer":
+        return AlbertQuestionAnswerer(backbone, **head)
+    if num_classes is None:
+        raise ValueError(
+            f"`num_classes` must be given to build a {kind} (the checkpoint has no such "
+            "head). Received: num_classes=None"
+        )
+    if kind == "token_classifier":
+        return AlbertTokenClassifier(backbone, num_labels=num_classes, **head)
     return AlbertClassifier(backbone, num_classes=num_classes)
 
 
-def _require_num_classes(num_classes) -> None:
-    if num_classes is None:
-        raise ValueError(
-            "`num_classes` must be given to build a classifier (the checkpoint has no "
-            "classifier head). Received: num_classes=None"
-        )
-
-
 def _kind_of(model) -> str:
-    for kind, model_class in zip(
-        MODEL_KINDS, (AlbertBackbone, AlbertPretrainer, AlbertClassifier), strict=True
-    ):
+    for kind, model_class in zip(MODEL_KINDS, _MODEL_CLASSES, strict=True):
         if isinstance(model, model_class):
             return kind
     raise ValueError(
-        "The checkpoint must hold an AlbertBackbone, AlbertPretrainer or AlbertClassifier. "
-        f"Received: a {type(model).__name__}"
+        "The checkpoint must hold a keras_albert model "
+        f"({', '.join(c.__name__ for c in _MODEL_CLASSES)}). Received: a {type(model).__name__}"
     )
 
 
@@ -219,27 +255,22 @@ def _as_kind(loaded, kind: str | None, num_classes: int | None, source: str):
     """`loaded`, or its backbone, or a new model around its backbone with fresh heads."""
     own = _kind_of(loaded)
     if kind is None or kind == own:
-        if own == "classifier" and num_classes not in (None, loaded.num_classes):
+        counted = {"classifier": "num_classes", "token_classifier": "num_labels"}.get(own)
+        if counted and num_classes not in (None, getattr(loaded, counted)):
             raise ValueError(
-                f"`num_classes` must match the classifier in {source!r} "
-                f"({loaded.num_classes} classes). Received: num_classes={num_classes}"
+                f"`num_classes` must match the {own} in {source!r} "
+                f"({getattr(loaded, counted)}). Received: num_classes={num_classes}"
             )
         return loaded
     backbone = loaded if own == "backbone" else loaded.backbone
     if kind == "backbone":
         return backbone
-    if kind == "pretrainer":
-        print(
-            f"keras_albert: {source} holds an {type(loaded).__name__}; the pretrainer's "
-            "masked-LM and sentence-order heads are freshly initialized."
-        )
-        return AlbertPretrainer(backbone)
-    _require_num_classes(num_classes)
+    model = _around(backbone, kind, num_classes)
     print(
-        f"keras_albert: {source} holds an {type(loaded).__name__}; the classifier's head is "
-        "freshly initialized."
+        f"keras_albert: {source} holds an {type(loaded).__name__}; the "
+        f"{type(model).__name__}'s head is freshly initialized."
     )
-    return AlbertClassifier(backbone, num_classes=num_classes)
+    return model
 
 
 # --- Keras files ----------------------------------------------------------------------------
@@ -362,9 +393,12 @@ def _load_hf(path: str, kind: str | None, num_classes: int | None):
     own = HF_ARCHITECTURES[architecture]
     if kind == "backbone":
         own = "backbone"  # the heads are skipped, not loaded and dropped
-    if own == "classifier":
+    head = {}
+    if own in _COUNTED_HEADS:
         num_classes = int(tensors["classifier.weight"].shape[0])  # (num_labels, hidden)
-    model = _build(own, AlbertConfig.from_hf_config(hf_config), num_classes)
+    if own == "token_classifier" and hf_labels(hf_config) is not None:
+        head["labels"] = hf_labels(hf_config)
+    model = _build(own, AlbertConfig.from_hf_config(hf_config), num_classes, **head)
     # MaskedLM has neither the pooler nor the SOP head: they keep their initialization.
     allow_uninitialized = [r"^pooler/", r"^sentence_order_head/"]
     fresh = load_hf_weights(
@@ -391,11 +425,21 @@ def _load_tf1(path: str, kind: str | None, config, num_classes: int | None):
         )
     tensors = read_tf1_checkpoint(path)
     heads = tf1_heads(tensors)
-    own = {"pretraining": "pretrainer", "classifier": "classifier"}.get(heads, "backbone")
+    own = {
+        "pretraining": "pretrainer",
+        "classifier": "classifier",
+        "squad_v1": "question_answerer",
+        "squad_v2": "question_answerer",
+    }.get(heads, "backbone")
     if kind == "backbone":
         own = "backbone"  # the heads are skipped, not loaded and dropped
+    if own == "classifier" and kind == "multiple_choice":
+        own = "multiple_choice"  # run_race's head has run_classifier's names, [1, H]
+    head = {}
     if own == "classifier":
         num_classes = int(tensors["output_weights"].shape[0])  # (num_classes, hidden)
-    model = _build(own, resolve_config(config), num_classes)
+    if heads == "squad_v2":
+        head["answerability"] = "answer_class"
+    model = _build(own, resolve_config(config), num_classes, **head)
     load_tf1_weights(model, tensors)
     return model

@@ -14,7 +14,13 @@ import tensorflow as tf
 
 from keras_albert.config import AlbertConfig
 from keras_albert.convert.name_table import Entry, assign_from_table
-from keras_albert.models import AlbertBackbone, AlbertClassifier, AlbertPretrainer
+from keras_albert.models import (
+    AlbertBackbone,
+    AlbertClassifier,
+    AlbertMultipleChoice,
+    AlbertPretrainer,
+    AlbertTokenClassifier,
+)
 from keras_albert.models.question_answerer import AlbertQuestionAnswerer
 
 # Optimizer state and bookkeeping in released and fine-tuned checkpoints.
@@ -61,7 +67,8 @@ def tf1_name_table(config: AlbertConfig, heads: str | None = None) -> list[Entry
     Args:
         config: the architecture (sharing="all").
         heads: None for a backbone, "pretraining" for the MLM + SOP heads (`cls/...`),
-            "classifier" for `run_classifier`'s `output_weights` / `output_bias`,
+            "classifier" for `run_classifier`'s `output_weights` / `output_bias` (also
+            `run_race`'s multiple-choice head: the same names, `output_weights` [1, H]),
             "squad_v1" for `run_squad_v1`'s `cls/squad/output_weights` [2, H] / `output_bias`
             (an `AlbertQuestionAnswerer` with the null-span head), "squad_v2" for
             `run_squad_v2`'s answer-class head (`start_logits/`, `end_logits/`,
@@ -161,10 +168,15 @@ def tf1_heads(tensors) -> str | None:
 
 def load_tf1_weights(model, tensors) -> None:
     """Fills an `AlbertBackbone`, `AlbertPretrainer`, `AlbertClassifier` or
-    `AlbertQuestionAnswerer` from TF1 tensors."""
+    `AlbertQuestionAnswerer` or `AlbertMultipleChoice` (`run_race`) from TF1 tensors."""
+    if isinstance(model, AlbertTokenClassifier):
+        raise ValueError(
+            "The original ALBERT code has no token classification head; load a backbone from "
+            "the TF1 checkpoint and build an AlbertTokenClassifier on it."
+        )
     if isinstance(model, AlbertPretrainer):
         heads, config = "pretraining", model.backbone.albert_config
-    elif isinstance(model, AlbertClassifier):
+    elif isinstance(model, (AlbertClassifier, AlbertMultipleChoice)):
         heads, config = "classifier", model.backbone.albert_config
     elif isinstance(model, AlbertQuestionAnswerer):
         heads = "squad_v1" if model.answerability == "null_span" else "squad_v2"
