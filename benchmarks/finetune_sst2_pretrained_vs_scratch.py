@@ -36,8 +36,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
+from keras_albert.convert import resolve_config  # noqa: E402
 from keras_albert.training.finetuning import FinetuningOptions, finetune  # noqa: E402
-from keras_albert.training.initial_weights import load_backbone  # noqa: E402
 
 
 def main() -> None:
@@ -59,7 +59,7 @@ def main() -> None:
 
     os.makedirs(args.output_dir, exist_ok=True)
     config_path = os.path.join(args.output_dir, "albert_config.json")
-    load_backbone(args.pretrained).albert_config.to_json(config_path)
+    resolve_config(args.pretrained).to_json(config_path)
     keras.backend.clear_session()
 
     train_data = os.path.join(args.glue_dir, "SST-2", "train.tsv")

@@ -37,6 +37,7 @@ import keras
 import tensorflow as tf
 
 from keras_albert.models import AlbertBackbone, AlbertPretrainer
+from keras_albert.text.pretraining.records import RecordLayout, inspect_records
 from keras_albert.training import run_directory
 from keras_albert.training.callbacks import StepCheckpoints, StepLogs, StepTensorBoard
 from keras_albert.training.initial_weights import copy_initial_weights, initial_pretrainer
@@ -44,7 +45,6 @@ from keras_albert.training.lamb import Lamb
 from keras_albert.training.logs import as_floats
 from keras_albert.training.losses import MaskedLMLoss, sentence_order_loss
 from keras_albert.training.options import PretrainingOptions
-from keras_albert.training.pretraining_records import RecordLayout, inspect_records
 from keras_albert.training.pretraining_streams import (
     check_first_batch,
     dynamic_masking_for,

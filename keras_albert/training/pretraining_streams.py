@@ -9,13 +9,13 @@ import math
 import tensorflow as tf
 
 from keras_albert.config import AlbertConfig
-from keras_albert.text.pretraining_dataset import (
+from keras_albert.text.pretraining.dataset import (
     DynamicMasking,
     count_records,
     make_pretraining_dataset,
 )
+from keras_albert.text.pretraining.records import RecordLayout
 from keras_albert.training.options import PretrainingOptions
-from keras_albert.training.pretraining_records import RecordLayout
 
 # The dataset's label keys → the model's output names (what `compile` matches them to).
 _OUTPUT_OF_LABEL = {"mlm": "mlm_logits", "sop": "sop_logits"}

@@ -17,7 +17,7 @@ import pytest
 import tensorflow as tf
 
 from keras_albert import AlbertBackbone, AlbertPretrainer
-from keras_albert.text.pretraining_dataset import make_pretraining_dataset
+from keras_albert.text.pretraining.dataset import make_pretraining_dataset
 from keras_albert.training.lamb import Lamb
 from keras_albert.training.losses import MaskedLMLoss, sentence_order_loss
 from keras_albert.training.pretraining import (

@@ -120,7 +120,7 @@ def _tokenizer_path(options: MainJobOptions) -> str:
 def _pretraining_data(options, train_files, held_out_files) -> dict:
     import functools
 
-    from keras_albert.text.pretraining_data import PretrainingDataConfig, create_pretraining_data
+    from keras_albert.text.pretraining import PretrainingDataConfig, create_pretraining_data
     from keras_albert.text.tokenizer import AlbertTokenizer
 
     tokenizer = functools.partial(AlbertTokenizer, proto=_tokenizer_path(options))
@@ -130,9 +130,9 @@ def _pretraining_data(options, train_files, held_out_files) -> dict:
         ("eval", held_out_files, 1, 1),
     ):
         config = PretrainingDataConfig(
-            max_seq_length=options.sequence_length,
+            sequence_length=options.sequence_length,
             dupe_factor=dupe_factor,
-            random_seed=options.seed + len(split),
+            seed=options.seed + len(split),
         )
         summary = create_pretraining_data(
             files,
@@ -171,8 +171,8 @@ def pretraining_options(options: MainJobOptions):
         train_data=options.path("pretraining_data", "train-*.tfrecord"),
         eval_data=options.path("pretraining_data", "eval-*.tfrecord"),
         output_dir=options.path("pretraining", "model"),
-        vocabulary=_tokenizer_path(options),
-        total_steps=options.pretrain_train_steps,
+        sentencepiece_model=_tokenizer_path(options),
+        train_steps=options.pretrain_train_steps,
         batch_size=options.pretrain_batch_size,
         learning_rate=options.pretrain_learning_rate,
         sentence_order_loss_weight=options.pretrain_sentence_order_loss_weight,
@@ -195,11 +195,11 @@ def _finetune(options: MainJobOptions) -> dict:
     summary = finetune(
         FinetuningOptions(
             task="SST-2",
-            train_file=train_file,
-            eval_file=options.finetune_eval_data,
+            train_data=train_file,
+            eval_data=options.finetune_eval_data,
             output_dir=options.path("finetuning", "sst2"),
             init_checkpoint=options.path("pretraining", "model"),
-            tokenizer=_tokenizer_path(options),
+            sentencepiece_model=_tokenizer_path(options),
             sequence_length=options.finetune_sequence_length,
             learning_rate=options.finetune_learning_rate,
             batch_size=options.finetune_batch_size,
