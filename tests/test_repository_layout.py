@@ -22,6 +22,16 @@ def repository_path_references(source: str) -> list[str]:
         and isinstance(node.body[0].value, ast.Constant)
         and isinstance(node.body[0].value.value, str)
     }
+    # A bare folder name is a path only where it is joined into one ("data" is also a key of
+    # SQuAD JSON files): os.path.join(...) arguments.
+    joined = {
+        id(argument)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "join"
+        for argument in node.args
+    }
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and node.id == "__file__":
@@ -32,7 +42,9 @@ def repository_path_references(source: str) -> list[str]:
             text = node.value.replace("\\", "/")
             first = text.split("/")[0]
             if id(node) not in docstrings and (
-                "../" in text or text == ".." or first in CHECKOUT_FOLDERS
+                "../" in text
+                or text == ".."
+                or (first in CHECKOUT_FOLDERS and ("/" in text or id(node) in joined))
             ):
                 found.append((node.lineno, repr(node.value)))
     return [f"line {line}: {what}" for line, what in sorted(found)]

@@ -268,7 +268,8 @@ def _as_kind(loaded, kind: str | None, num_classes: int | None, source: str):
     model = _around(backbone, kind, num_classes)
     print(
         f"keras_albert: {source} holds an {type(loaded).__name__}; the "
-        f"{type(model).__name__}'s head is freshly initialized."
+        f"{type(model).__name__}'s {'heads are' if kind == 'pretrainer' else 'head is'} "
+        "freshly initialized."
     )
     return model
 

@@ -35,7 +35,7 @@ def initial_pretrainer(options: PretrainingOptions):
         elif _architecture(config) != _architecture(init_config):
             raise ValueError(
                 f"`init_checkpoint` must have the architecture asked for "
-                f"({_architecture(config)}); it has {_architecture(init_config)}. "
+                f"({_architecture(config)}); it has the architecture {_architecture(init_config)}. "
                 f"Received: init_checkpoint={options.init_checkpoint!r}"
             )
     return config, init_model

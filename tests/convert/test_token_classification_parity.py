@@ -95,7 +95,7 @@ def test_a_token_classifier_on_a_pretrained_body(tmp_path):
     sequence = to_numpy(backbone(inputs))["sequence_output"]
     kernel, bias = (w.numpy() for w in ours.output_dense.weights)
     np.testing.assert_allclose(to_numpy(ours(inputs)), sequence @ kernel + bias, atol=1e-5)
-    with pytest.raises(ValueError, match="needs `num_classes`"):
+    with pytest.raises(ValueError, match="`num_classes` must be given"):
         load_checkpoint(tmp_path / "hf", model="token_classifier")
 
 

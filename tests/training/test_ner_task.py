@@ -21,7 +21,8 @@ SIZES = dict(
 
 def test_a_tiny_model_overfits_real_wnut_sentences(tmp_path):
     # Seed before the tokenizer: seeding clears the kernel cache and its SentencePiece resource.
-    keras.utils.set_random_seed(0)
+    # Not 0: a global seed of 0 breaks the pretraining streams' tensor op seeds later on.
+    keras.utils.set_random_seed(1)
     tokenizer = AlbertTokenizer(ALBERT_SPM)
     dev = read_conll(DEV)
     rows = [

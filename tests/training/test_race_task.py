@@ -41,7 +41,8 @@ SIZES = dict(
 
 def test_a_tiny_model_overfits_real_race_questions(tmp_path):
     # Seed before the tokenizer: seeding clears the kernel cache and its SentencePiece resource.
-    keras.utils.set_random_seed(0)
+    # Not 0: a global seed of 0 breaks the pretraining streams' tensor op seeds later on.
+    keras.utils.set_random_seed(1)
     tokenizer = AlbertTokenizer(ALBERT_SPM)
     examples = read_race(SAMPLE)
     # Four questions with different gold letters, one of them with only 3 options.
