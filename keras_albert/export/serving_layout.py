@@ -41,6 +41,7 @@ from keras_albert.export.saved_model import (
     SERVING_DEFAULT,
     AlbertServingModule,
 )
+from keras_albert.text.files import write_text_atomically
 from keras_albert.text.tokenizer import AlbertTokenizer
 from keras_albert.validation import require_file, require_int, require_positive_int
 
@@ -213,19 +214,6 @@ def write_warmup_requests(
 # Server configuration files.
 
 
-def _write_text_atomically(path: str, text: str) -> None:
-    directory = os.path.dirname(path) or "."
-    descriptor, temporary = tempfile.mkstemp(prefix=".partial-", dir=directory)
-    try:
-        with os.fdopen(descriptor, "w") as file:
-            file.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.remove(temporary)
-        raise
-
-
 def write_models_config(base_dir: str | os.PathLike, base_path_prefix: str | None = None) -> str:
     """Writes `<base_dir>/models.config` listing every model directory with a version.
 
@@ -244,7 +232,7 @@ def write_models_config(base_dir: str | os.PathLike, base_path_prefix: str | Non
         model.model_platform = "tensorflow"
         model.model_version_policy.latest.num_versions = 1
     path = os.path.join(base_dir, MODELS_CONFIG)
-    _write_text_atomically(path, text_format.MessageToString(config))
+    write_text_atomically(path, text_format.MessageToString(config))
     return path
 
 
@@ -294,7 +282,7 @@ def write_batching_parameters(
     """Writes `<base_dir>/batching_parameters.txt`."""
     parameters = parameters if parameters is not None else BatchingParameters()
     path = os.path.join(os.fspath(base_dir), BATCHING_PARAMETERS)
-    _write_text_atomically(path, parameters.to_text())
+    write_text_atomically(path, parameters.to_text())
     return path
 
 

@@ -212,4 +212,4 @@ def _write_predictions(path, examples: Examples, task: TaskSpec, predictions, wi
         if with_labels:
             row.append(label_text(examples.labels[index]))
         lines.append("\t".join(row))
-    run_directory.atomic_write_text(path, "\n".join(lines) + "\n")
+    run_directory.write_text_atomically(path, "\n".join(lines) + "\n")

@@ -11,6 +11,8 @@ import uuid
 
 import keras
 
+from keras_albert.text.files import write_text_atomically
+
 RUN_FILE = "run.json"
 # Names an earlier run.json used → today's (so runs started before the renames resume).
 _RENAMED_RUN_KEYS = {"total_steps": "train_steps", "vocabulary": "sentencepiece_model"}
@@ -30,14 +32,6 @@ def prepare_output_dir(path: str) -> None:
         ) from None
 
 
-def atomic_write_text(path: str, text: str) -> None:
-    """Writes a fresh file, then renames it onto `path`: a reader never sees half a file."""
-    temporary = f"{path}.tmp-{uuid.uuid4().hex}"
-    with open(temporary, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(temporary, path)
-
-
 def atomic_copy(source: str, path: str) -> None:
     temporary = f"{path}.tmp-{uuid.uuid4().hex}"
     shutil.copyfile(source, temporary)
@@ -54,7 +48,7 @@ def atomic_save_model(model: keras.Model, path: str) -> None:
 def write_summary(output_dir: str, summary: dict) -> str:
     """`summary.json` (sorted keys, atomic); returns its text."""
     text = json.dumps(summary, indent=2, sort_keys=True)
-    atomic_write_text(os.path.join(output_dir, "summary.json"), text + "\n")
+    write_text_atomically(os.path.join(output_dir, "summary.json"), text + "\n")
     return text
 
 
@@ -93,4 +87,4 @@ def check_run_file(output_dir: str, current: dict, has_checkpoint: bool) -> None
 def write_run_file(output_dir: str, current: dict) -> None:
     """Records the run-defining options, once every input check has passed."""
     text = json.dumps(current, indent=2, sort_keys=True) + "\n"
-    atomic_write_text(os.path.join(output_dir, RUN_FILE), text)
+    write_text_atomically(os.path.join(output_dir, RUN_FILE), text)

@@ -35,8 +35,8 @@ def test_run_file_is_read_under_todays_names_and_checked(tmp_path):
 
 def test_atomic_writes_leave_no_temporary_file(tmp_path):
     path = tmp_path / "a.txt"
-    run_directory.atomic_write_text(str(path), "one\n")
-    run_directory.atomic_write_text(str(path), "two\n")
+    run_directory.write_text_atomically(str(path), "one\n")
+    run_directory.write_text_atomically(str(path), "two\n")
     assert path.read_text() == "two\n"
     run_directory.atomic_copy(str(path), str(tmp_path / "b.txt"))
     text = run_directory.write_summary(str(tmp_path), {"b": 1, "a": [2]})
