@@ -9,12 +9,8 @@ import math
 import tensorflow as tf
 
 from keras_albert.config import AlbertConfig
-from keras_albert.text.pretraining.dataset import (
-    DynamicMasking,
-    count_records,
-    make_pretraining_dataset,
-)
-from keras_albert.text.pretraining.records import RecordLayout
+from keras_albert.text.pretraining.dataset import DynamicMasking, make_pretraining_dataset
+from keras_albert.text.pretraining.records import RecordLayout, count_records
 from keras_albert.training.options import PretrainingOptions
 
 # The dataset's label keys → the model's output names (what `compile` matches them to).
