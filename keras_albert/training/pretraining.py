@@ -191,9 +191,12 @@ def pretrain(options: PretrainingOptions) -> dict:
     last_epoch_seconds = None
     if start_step < options.train_steps:
         fit_started = time.perf_counter()
-        last_logs, last_epoch_seconds = _fit(
-            model, manager, options, layout, masking, start_step, validation
-        )
+        try:
+            last_logs, last_epoch_seconds = _fit(
+                model, manager, options, layout, masking, start_step, validation
+            )
+        except KeyboardInterrupt:  # one line for the command, not TensorFlow's traceback
+            raise KeyboardInterrupt(_where_to_resume(manager)) from None
         fit_seconds = time.perf_counter() - fit_started
     final_step = int(optimizer.iterations.numpy())
     if manager.latest_checkpoint is None or manager.latest_checkpoint.split("-")[-1] != str(
@@ -271,6 +274,12 @@ def compile_pretrainer(
         steps_per_execution=steps_per_execution,
         jit_compile=jit_compile,
     )
+
+
+def _where_to_resume(manager: tf.train.CheckpointManager) -> str:
+    if manager.latest_checkpoint is None:
+        return f"no checkpoint in {manager.directory} yet — rerun the same command to start over"
+    return f"last checkpoint {manager.latest_checkpoint} — rerun the same command to resume"
 
 
 def _fit(model, manager, options, layout, masking, start_step, validation) -> tuple:
