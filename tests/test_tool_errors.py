@@ -150,6 +150,15 @@ def test_pretraining_interrupt_names_the_last_checkpoint(tmp_path, monkeypatch):
     assert os.path.isfile(checkpoint + ".index")
 
 
+def test_a_pretraining_run_refused_at_its_checks_leaves_no_run_folder(tmp_path):
+    records = {"train_data": str(tmp_path / "nothing-*.tfrecord")}
+    records["config"] = write_config(tmp_path / "config.json")
+    options = pretraining_options(tmp_path, records)
+    with pytest.raises(ValueError, match="nothing-"):
+        pretraining.pretrain(options)
+    assert not os.path.exists(options.output_dir)
+
+
 def test_finetuning_interrupt_says_what_was_saved(tmp_path, monkeypatch):
     def ctrl_c(*args, **kwargs):
         raise KeyboardInterrupt

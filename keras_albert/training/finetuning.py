@@ -77,7 +77,6 @@ def finetune(options: FinetuningOptions) -> dict:
         recipe.train_steps, recipe.batch_size, len(train), options.epochs
     )
     train_steps = epochs * steps_per_epoch
-    run_directory.prepare_output_dir(options.output_dir)
 
     # Model.
     strategy = build_strategy(options.strategy)
@@ -107,7 +106,8 @@ def finetune(options: FinetuningOptions) -> dict:
         )
         model.compile(optimizer=optimizer, loss=loss, metrics=train_metrics)
 
-    # The loop.
+    # The loop. The output directory is made only now: a failed check leaves none behind.
+    run_directory.prepare_output_dir(options.output_dir)
     dataset = dict(tokenizer=tokenizer, sequence_length=options.sequence_length)
     train_dataset = make_dataset(
         train, batch_size=recipe.batch_size, training=True, seed=options.seed, **dataset

@@ -106,7 +106,7 @@ def pretrain(options: PretrainingOptions) -> dict:
             "(all devices of one host) or 'tpu'."
         )
     # Setup: the output directory, the records, the run file, the architecture.
-    run_directory.prepare_output_dir(options.output_dir)
+    run_directory.check_output_dir(options.output_dir)
     layout = inspect_records(options.train_data, "train_data")
     eval_layout = None
     if options.eval_data is not None:
@@ -136,6 +136,8 @@ def pretrain(options: PretrainingOptions) -> dict:
     check_first_batch(options, options.train_data, layout, config, "train_data")
     if eval_layout is not None:
         check_first_batch(options, options.eval_data, eval_layout, config, "eval_data")
+    # Made only now: a failed input check leaves no empty run directory behind.
+    run_directory.prepare_output_dir(options.output_dir)
     run_directory.write_run_file(options.output_dir, run_options)
 
     # TF's global seed is seed + 1: with a global seed of 0, `tf.random` compares its seed pair
