@@ -186,6 +186,15 @@ def parse_bool_or_auto(text: str):
 # Running a tool: quiet start-up, one-line errors.
 
 DEBUG_ENVIRONMENT_VARIABLE = "KERAS_ALBERT_DEBUG"
+# The line each tool's --help ends with (run_tool takes `--debug` before argparse sees it).
+DEBUG_HELP = (
+    f"Errors print one line; --debug (or {DEBUG_ENVIRONMENT_VARIABLE}=1) shows the traceback."
+)
+
+
+def with_debug_help(epilog: str | None) -> str:
+    """`epilog` followed by the line about `--debug`."""
+    return f"{epilog}\n\n{DEBUG_HELP}" if epilog else DEBUG_HELP
 
 
 class ToolError(Exception):

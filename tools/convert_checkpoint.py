@@ -15,7 +15,12 @@ from typing import Literal
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
-from keras_albert.cli import add_options, options_from_args  # noqa: E402
+from keras_albert.cli import (  # noqa: E402
+    add_options,
+    options_from_args,
+    run_tool,
+    with_debug_help,
+)
 from keras_albert.convert import (  # noqa: E402
     FORMATS,
     MODEL_KINDS,
@@ -55,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__.splitlines()[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="\n".join(__doc__.splitlines()[2:]),
+        epilog=with_debug_help("\n".join(__doc__.splitlines()[2:])),
     )
     parser.add_argument("source", help="the checkpoint (see --help's description)")
     parser.add_argument("destination", help=".keras / .weights.h5 file, or an HF directory")
@@ -63,8 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main() -> None:
-    args = build_parser().parse_args()
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     options = options_from_args(
         args, ConvertOptions, source=args.source, destination=args.destination
     )
@@ -80,7 +85,8 @@ def main() -> None:
         f"wrote {type(model).__name__} ({model.count_params():,} parameters) to "
         f"{options.destination}"
     )
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    run_tool(main)

@@ -5,7 +5,8 @@
         --sequence-length 128 --dupe-factor 10 --num-workers 2 --num-shards 8
 
 Writes `{output_dir}/{file_prefix}-0000i-of-0000N.tfrecord` and prints the summary (counts, mask
-rate, n-gram shares, label balance, skipped inputs); exits 1 when no example was written.
+rate, n-gram shares, label balance, skipped inputs); when no example was made (missing, empty
+or binary inputs only) it writes no shard and exits 1.
 Defaults are the original create_pretraining_data.py's (SOP, 512 tokens, 20 predictions,
 3-grams, dupe_factor 40); `--help` lists every option of `PretrainingDataConfig`
 (keras_albert.text.pretraining.config) and of this tool.
@@ -31,7 +32,7 @@ import os
 import sys
 from typing import Literal
 
-from keras_albert.cli import add_options, options_from_args
+from keras_albert.cli import ToolError, add_options, options_from_args, run_tool, with_debug_help
 from keras_albert.text.pretraining import PretrainingDataConfig, create_pretraining_data
 
 # AlbertTokenizer.encode runs no TensorFlow ops, so forked workers may inherit it instead of
@@ -84,7 +85,9 @@ CONFIG_ALIASES = {
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        description=__doc__.split("\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+        description=__doc__.split("\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=with_debug_help(None),
     )
     add_options(parser.add_argument_group("tool"), DataToolOptions, aliases=TOOL_ALIASES)
     add_options(
@@ -113,10 +116,16 @@ def main(argv=None) -> int:
         num_workers=options.num_workers,
         num_shards=options.num_shards,
         start_method=options.start_method,
+        progress=sys.stderr.isatty(),  # a bar on a terminal only, not in logs
     )
     print(summary)
-    return 0 if summary.num_examples else 1
+    if not summary.num_examples:
+        raise ToolError(
+            f"no example was made from --inputs {' '.join(options.inputs)}: no usable text "
+            "(see 'skipped' above); no shard was written"
+        )
+    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_tool(main)

@@ -17,7 +17,12 @@ import os
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from keras_albert.cli import add_options, options_from_args  # noqa: E402
+from keras_albert.cli import (  # noqa: E402
+    add_options,
+    options_from_args,
+    run_tool,
+    with_debug_help,
+)
 from keras_albert.convert import MODEL_KINDS  # noqa: E402
 from keras_albert.export import BatchingParameters, export_checkpoint  # noqa: E402
 
@@ -68,15 +73,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__.splitlines()[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="\n".join(__doc__.splitlines()[2:]),
+        epilog=with_debug_help("\n".join(__doc__.splitlines()[2:])),
     )
     parser.add_argument("checkpoint", help="the checkpoint (any form load_checkpoint reads)")
     add_options(parser, ExportOptions)
     return parser
 
 
-def main() -> None:
-    args = build_parser().parse_args()
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     options = options_from_args(args, ExportOptions, checkpoint=args.checkpoint)
     path = export_checkpoint(
         options.checkpoint,
@@ -96,7 +101,8 @@ def main() -> None:
         warmup_file=options.warmup_texts,
     )
     print(f"wrote {path}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    run_tool(main)

@@ -22,7 +22,12 @@ import os
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from keras_albert.cli import add_options, options_from_args  # noqa: E402
+from keras_albert.cli import (  # noqa: E402
+    add_options,
+    options_from_args,
+    run_tool,
+    with_debug_help,
+)
 from keras_albert.training.options import FinetuningOptions  # noqa: E402
 
 
@@ -30,17 +35,19 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__.splitlines()[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="\n".join(__doc__.splitlines()[2:]),
+        epilog=with_debug_help("\n".join(__doc__.splitlines()[2:])),
     )
     add_options(parser, FinetuningOptions)
     return parser
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
+    options = options_from_args(build_parser().parse_args(argv), FinetuningOptions)
     from keras_albert.training.finetuning import finetune
 
-    finetune(options_from_args(build_parser().parse_args(), FinetuningOptions))
+    finetune(options)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    run_tool(main)

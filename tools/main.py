@@ -16,12 +16,14 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
 from main_job import MainJobOptions, run_main_job  # noqa: E402  (tools/main_job/, beside this file)
 
-from keras_albert.cli import add_options  # noqa: E402
+from keras_albert.cli import add_options, run_tool, with_debug_help  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=with_debug_help(None),
     )
     parser.add_argument(
         "--quick", action="store_true", help="the few-minute variant (MainJobOptions.quick())"
@@ -42,9 +44,10 @@ def parse_options(argv: list[str] | None = None) -> MainJobOptions:
     return MainJobOptions.quick(**given) if args.quick else MainJobOptions(**given)
 
 
-def main() -> None:
-    run_main_job(parse_options())
+def main(argv: list[str] | None = None) -> int:
+    run_main_job(parse_options(argv))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    run_tool(main)

@@ -41,7 +41,12 @@ import os
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
-from keras_albert.cli import add_options, options_from_args  # noqa: E402
+from keras_albert.cli import (  # noqa: E402
+    add_options,
+    options_from_args,
+    run_tool,
+    with_debug_help,
+)
 from keras_albert.training.options import PretrainingOptions  # noqa: E402
 
 # The original tools' flag names, by option field.
@@ -80,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__.splitlines()[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="\n".join(__doc__.splitlines()[2:]),
+        epilog=with_debug_help("\n".join(__doc__.splitlines()[2:])),
     )
     add_options(parser, PretrainingOptions, aliases=ALIASES)
     parser.add_argument(
@@ -96,11 +101,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
+    options = options_from_args(build_parser().parse_args(argv), PretrainingOptions)
     from keras_albert.training.pretraining import pretrain
 
-    pretrain(options_from_args(build_parser().parse_args(), PretrainingOptions))
+    pretrain(options)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    run_tool(main)

@@ -4,14 +4,15 @@
         --sentencepiece-model out/30k-clean.model --vocabulary-size 30000
 
 Writes the model at `--sentencepiece-model` (".model" is appended when missing) and its
-vocabulary (piece and score per line) beside it, with ".vocab" in place of ".model".
+vocabulary (piece and score per line) beside it, with ".vocab" in place of ".model". A file
+that is not UTF-8 text (over 10% NUL or invalid UTF-8 bytes) is refused.
 """
 
 import argparse
 import dataclasses
 import sys
 
-from keras_albert.cli import add_options, options_from_args
+from keras_albert.cli import add_options, options_from_args, run_tool, with_debug_help
 from keras_albert.text.sentencepiece_trainer import train_sentencepiece
 
 
@@ -29,6 +30,7 @@ class TokenizerToolOptions:
         input_sentence_size: at most this many lines (sampled) are used for training.
         num_threads: trainer threads; all CPUs when not given.
         seed: seed of SentencePiece's random generator, for reproducible models.
+        verbose: show the SentencePiece trainer's own log (its settings and progress).
     """
 
     inputs: tuple[str, ...] = dataclasses.field(metadata={"parse": str, "nargs": "+"})
@@ -39,10 +41,13 @@ class TokenizerToolOptions:
     input_sentence_size: int = 10_000_000
     num_threads: int | None = None
     seed: int | None = None
+    verbose: bool = False
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0], epilog=with_debug_help(None)
+    )
     add_options(parser, TokenizerToolOptions)
     return parser
 
@@ -58,10 +63,12 @@ def main(argv=None) -> int:
         input_sentence_size=options.input_sentence_size,
         num_threads=options.num_threads,
         seed=options.seed,
+        verbose=options.verbose,
+        progress=sys.stderr.isatty(),  # a bar on a terminal only, not in logs
     )
     print(f"wrote {result.model_path} and {result.vocabulary_path}")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_tool(main)

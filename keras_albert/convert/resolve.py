@@ -110,8 +110,8 @@ def detect_format(source: str | os.PathLike) -> str:
         return "tf1"
     else:
         raise CheckpointNotFoundError(
-            f"Cannot tell the checkpoint format: `source` must be an existing file, directory, "
-            f"TF1 checkpoint prefix or preset name; not found. Received: source={source!r}"
+            f"Checkpoint not found: {source!r} is no existing file, directory, TF1 checkpoint "
+            f"prefix (PREFIX.index) or preset name. Received: source={source!r}"
         )
     forms = "".join(f"\n  - {form}" for form in ACCEPTED_FORMS)
     raise ValueError(

@@ -6,6 +6,11 @@ symbols `( ) " - . – £ €`, `nmt_nfkc` normalization, character coverage 0.9
 sentences. The input lines are first put through the ALBERT text normalization
 (`normalize_text`: whitespace collapse, NFKD without combining marks, lowercasing when uncased),
 as the tokenizer will do at encoding time.
+
+Input that is not text is refused rather than trained on: a file in which more than
+`MAX_INVALID_BYTE_SHARE` (10%) of the bytes are NUL or invalid UTF-8 (a binary, or text in
+another encoding) is an error naming it. Lines with a few invalid bytes are kept, the bytes
+replaced by U+FFFD, and counted.
 """
 
 from __future__ import annotations
@@ -19,11 +24,13 @@ import sentencepiece as spm
 import tensorflow as tf
 from tqdm import tqdm
 
-from keras_albert import validation
+from keras_albert import directories, validation
 from keras_albert.text.tokenizer import SPECIAL_PIECES, normalize_text
 
 ALBERT_CONTROL_SYMBOLS = ("[CLS]", "[SEP]", "[MASK]")
 ALBERT_USER_DEFINED_SYMBOLS = ("(", ")", '"', "-", ".", "–", "£", "€")
+# A file whose NUL and invalid UTF-8 bytes exceed this share of its bytes is not text.
+MAX_INVALID_BYTE_SHARE = 0.1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,6 +63,7 @@ def train_sentencepiece(
     num_threads: int | None = None,
     seed: int | None = None,
     progress: bool = True,
+    verbose: bool = False,
 ) -> SentencePieceTrainingResult:
     """Trains an ALBERT-style unigram SentencePiece model on raw text files (one sentence or
     paragraph per line).
@@ -71,10 +79,15 @@ def train_sentencepiece(
         input_sentence_size: at most this many lines (sampled) are used for training.
         num_threads: trainer threads; all CPUs when None.
         seed: seed of SentencePiece's random generator, for reproducible models.
-        progress: show a progress bar while reading and the trainer's own log while training.
+        progress: show a progress bar while reading and a line of counts before training.
+        verbose: show the SentencePiece trainer's own log (its settings and progress).
 
     Returns:
         A `SentencePieceTrainingResult`.
+
+    Raises:
+        ValueError: when a file is not text (over `MAX_INVALID_BYTE_SHARE` of NUL or invalid
+            UTF-8 bytes) or no line is left; the output directory, when made here, is removed.
     """
     if not input_files:
         raise ValueError(
@@ -93,47 +106,12 @@ def train_sentencepiece(
     )
 
     output_directory = os.path.dirname(os.path.abspath(model_prefix))
-    os.makedirs(output_directory, exist_ok=True)
-    num_lines = num_empty_lines = num_invalid = 0
-    with tempfile.NamedTemporaryFile(
-        "w", encoding="utf-8", suffix=".txt", dir=output_directory, delete=False
-    ) as normalized_file:
-        try:
-            total_bytes = sum(tf.io.gfile.stat(path).length for path in input_files)
-            with tqdm(
-                total=total_bytes,
-                unit="B",
-                unit_scale=True,
-                desc="normalizing",
-                disable=not progress,
-            ) as bar:
-                for path in input_files:
-                    with tf.io.gfile.GFile(path, "rb") as file:
-                        for raw_line in file:
-                            bar.update(len(raw_line))
-                            try:
-                                line = raw_line.decode("utf-8")
-                            except UnicodeDecodeError:
-                                line = raw_line.decode("utf-8", errors="replace")
-                                num_invalid += 1
-                            text = normalize_text(line, lowercase=lowercase)
-                            if not text:
-                                num_empty_lines += 1
-                                continue
-                            normalized_file.write(text + "\n")
-                            num_lines += 1
-            normalized_file.close()
-            if num_lines == 0:
-                raise ValueError(f"No text in {list(input_files)}: every line is empty")
-            if progress:
-                print(
-                    f"training on {num_lines} lines ({num_empty_lines} empty lines skipped, "
-                    f"{num_invalid} lines with invalid UTF-8 replaced)",
-                    flush=True,
-                )
-            options = dict(
-                input=normalized_file.name,
-                model_prefix=model_prefix,
+    with directories.output_directory(output_directory):
+        return _train(
+            input_files,
+            model_prefix,
+            output_directory,
+            dict(
                 model_type="unigram",
                 vocab_size=vocabulary_size,
                 pad_id=0,
@@ -149,11 +127,64 @@ def train_sentencepiece(
                 input_sentence_size=input_sentence_size,
                 shuffle_input_sentence=True,
                 num_threads=num_threads or os.cpu_count() or 1,
-                minloglevel=0 if progress else 2,
-            )
+                # 0: every INFO line (the settings dump); 1: warnings and errors only.
+                minloglevel=0 if verbose else 1,
+            ),
+            lowercase=lowercase,
+            seed=seed,
+            progress=progress,
+        )
+
+
+def _train(input_files, model_prefix, output_directory, options, lowercase, seed, progress):
+    """Normalizes the input into a temporary file beside the model and trains on it."""
+    num_lines = num_empty_lines = num_invalid = 0
+    with tempfile.NamedTemporaryFile(
+        "w", encoding="utf-8", suffix=".txt", dir=output_directory, delete=False
+    ) as normalized_file:
+        try:
+            total_bytes = sum(tf.io.gfile.stat(path).length for path in input_files)
+            with tqdm(
+                total=total_bytes,
+                unit="B",
+                unit_scale=True,
+                desc="normalizing",
+                disable=not progress,
+            ) as bar:
+                for path in input_files:
+                    num_bytes = num_bad_bytes = 0
+                    with tf.io.gfile.GFile(path, "rb") as file:
+                        for raw_line in file:
+                            bar.update(len(raw_line))
+                            num_bytes += len(raw_line)
+                            num_bad_bytes += raw_line.count(b"\x00")
+                            try:
+                                line = raw_line.decode("utf-8")
+                            except UnicodeDecodeError:
+                                line = raw_line.decode("utf-8", errors="replace")
+                                num_bad_bytes += line.count("\ufffd")
+                                num_invalid += 1
+                            text = normalize_text(line, lowercase=lowercase)
+                            if not text:
+                                num_empty_lines += 1
+                                continue
+                            normalized_file.write(text + "\n")
+                            num_lines += 1
+                    _check_is_text(path, num_bytes, num_bad_bytes)
+            normalized_file.close()
+            if num_lines == 0:
+                raise ValueError(f"No text in {list(input_files)}: every line is empty")
+            if progress:
+                print(
+                    f"training on {num_lines} lines ({num_empty_lines} empty lines skipped, "
+                    f"{num_invalid} lines with invalid UTF-8 replaced)",
+                    flush=True,
+                )
             if seed is not None:
                 spm.set_random_generator_seed(seed)
-            spm.SentencePieceTrainer.train(**options)
+            spm.SentencePieceTrainer.train(
+                input=normalized_file.name, model_prefix=model_prefix, **options
+            )
         finally:
             os.unlink(normalized_file.name)
     return SentencePieceTrainingResult(
@@ -163,3 +194,12 @@ def train_sentencepiece(
         num_empty_lines=num_empty_lines,
         num_lines_with_invalid_utf8=num_invalid,
     )
+
+
+def _check_is_text(path: str, num_bytes: int, num_bad_bytes: int) -> None:
+    if num_bytes and num_bad_bytes / num_bytes > MAX_INVALID_BYTE_SHARE:
+        raise ValueError(
+            f"`input_files` must be UTF-8 text: {path!r} has {num_bad_bytes / num_bytes:.0%} NUL "
+            f"or invalid UTF-8 bytes (over {MAX_INVALID_BYTE_SHARE:.0%}: a binary file, or text "
+            f"in another encoding). Received: input_files containing {path!r}"
+        )

@@ -49,6 +49,7 @@ def finetune(options: FinetuningOptions) -> dict:
     # SentencePiece resource of a tokenizer made earlier ("SentencepieceOp ... does not exist"
     # in tf.data).
     keras.utils.set_random_seed(options.seed)
+    run_directory.check_output_dir(options.output_dir)
     task = options.task_spec()
     sentencepiece_model = sentencepiece_model_for(options)
     if sentencepiece_model is None:
@@ -76,7 +77,6 @@ def finetune(options: FinetuningOptions) -> dict:
         recipe.train_steps, recipe.batch_size, len(train), options.epochs
     )
     train_steps = epochs * steps_per_epoch
-    run_directory.prepare_output_dir(options.output_dir)
 
     # Model.
     strategy = build_strategy(options.strategy)
@@ -106,7 +106,8 @@ def finetune(options: FinetuningOptions) -> dict:
         )
         model.compile(optimizer=optimizer, loss=loss, metrics=train_metrics)
 
-    # The loop.
+    # The loop. The output directory is made only now: a failed check leaves none behind.
+    run_directory.prepare_output_dir(options.output_dir)
     dataset = dict(tokenizer=tokenizer, sequence_length=options.sequence_length)
     train_dataset = make_dataset(
         train, batch_size=recipe.batch_size, training=True, seed=options.seed, **dataset
@@ -125,14 +126,22 @@ def finetune(options: FinetuningOptions) -> dict:
         f"{epochs} epochs x {steps_per_epoch} steps (batch {recipe.batch_size}, "
         f"peak lr {recipe.learning_rate}, warmup {recipe.warmup_steps})"
     )
-    model.fit(
-        train_dataset,
-        epochs=epochs,
-        steps_per_epoch=steps_per_epoch,
-        callbacks=callbacks,
-        shuffle=False,  # the dataset shuffles itself
-        verbose=options.verbose,
-    )
+    try:
+        model.fit(
+            train_dataset,
+            epochs=epochs,
+            steps_per_epoch=steps_per_epoch,
+            callbacks=callbacks,
+            shuffle=False,  # the dataset shuffles itself
+            verbose=options.verbose,
+        )
+    except KeyboardInterrupt:  # one line for the command, not TensorFlow's traceback
+        saved = (
+            f"the best model so far is {best_path}"
+            if os.path.exists(best_path)
+            else f"nothing saved in {options.output_dir} yet"
+        )
+        raise KeyboardInterrupt(f"{saved} — rerun the same command to train again") from None
 
     # Save: the best model's predictions, the SentencePiece model, the summary.
     best = keras.models.load_model(best_path)

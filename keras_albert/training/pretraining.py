@@ -106,7 +106,7 @@ def pretrain(options: PretrainingOptions) -> dict:
             "(all devices of one host) or 'tpu'."
         )
     # Setup: the output directory, the records, the run file, the architecture.
-    run_directory.prepare_output_dir(options.output_dir)
+    run_directory.check_output_dir(options.output_dir)
     layout = inspect_records(options.train_data, "train_data")
     eval_layout = None
     if options.eval_data is not None:
@@ -136,6 +136,8 @@ def pretrain(options: PretrainingOptions) -> dict:
     check_first_batch(options, options.train_data, layout, config, "train_data")
     if eval_layout is not None:
         check_first_batch(options, options.eval_data, eval_layout, config, "eval_data")
+    # Made only now: a failed input check leaves no empty run directory behind.
+    run_directory.prepare_output_dir(options.output_dir)
     run_directory.write_run_file(options.output_dir, run_options)
 
     # TF's global seed is seed + 1: with a global seed of 0, `tf.random` compares its seed pair
@@ -191,9 +193,12 @@ def pretrain(options: PretrainingOptions) -> dict:
     last_epoch_seconds = None
     if start_step < options.train_steps:
         fit_started = time.perf_counter()
-        last_logs, last_epoch_seconds = _fit(
-            model, manager, options, layout, masking, start_step, validation
-        )
+        try:
+            last_logs, last_epoch_seconds = _fit(
+                model, manager, options, layout, masking, start_step, validation
+            )
+        except KeyboardInterrupt:  # one line for the command, not TensorFlow's traceback
+            raise KeyboardInterrupt(_where_to_resume(manager)) from None
         fit_seconds = time.perf_counter() - fit_started
     final_step = int(optimizer.iterations.numpy())
     if manager.latest_checkpoint is None or manager.latest_checkpoint.split("-")[-1] != str(
@@ -271,6 +276,12 @@ def compile_pretrainer(
         steps_per_execution=steps_per_execution,
         jit_compile=jit_compile,
     )
+
+
+def _where_to_resume(manager: tf.train.CheckpointManager) -> str:
+    if manager.latest_checkpoint is None:
+        return f"no checkpoint in {manager.directory} yet — rerun the same command to start over"
+    return f"last checkpoint {manager.latest_checkpoint} — rerun the same command to resume"
 
 
 def _fit(model, manager, options, layout, masking, start_step, validation) -> tuple:

@@ -18,8 +18,17 @@ RUN_FILE = "run.json"
 _RENAMED_RUN_KEYS = {"total_steps": "train_steps", "vocabulary": "sentencepiece_model"}
 
 
+def check_output_dir(path: str) -> None:
+    """Fails early (before any work) when `path` is an existing file, not a directory."""
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise FileExistsError(
+            f"`output_dir` must be a directory, not an existing file. Received: output_dir={path!r}"
+        )
+
+
 def prepare_output_dir(path: str) -> None:
     """Makes `path` and checks that a file can be written there (before any long work)."""
+    check_output_dir(path)
     try:
         os.makedirs(path, exist_ok=True)
         probe = os.path.join(path, f".write-probe-{uuid.uuid4().hex}")

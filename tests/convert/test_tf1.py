@@ -296,5 +296,5 @@ def test_no_checkpoint_is_a_clear_error(tmp_path):
     (tmp_path / "albert_config.json").write_text(json.dumps(ORIGINAL_CONFIG))
     with pytest.raises(ValueError, match="No TF1 checkpoint in directory"):
         load_checkpoint(tmp_path)
-    with pytest.raises(ValueError, match="Cannot tell the checkpoint format"):
+    with pytest.raises(ValueError, match="Checkpoint not found"):
         load_checkpoint(tmp_path / "nothing-here")

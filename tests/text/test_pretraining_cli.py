@@ -6,7 +6,7 @@ import os
 import pytest
 import tensorflow as tf
 
-from keras_albert.cli import options_from_args
+from keras_albert.cli import ToolError, options_from_args
 from keras_albert.text.pretraining import PretrainingDataConfig
 from tests.text._paths import ALBERT_SPM
 from tests.text._pretraining_helpers import AUSTEN, REPO
@@ -83,7 +83,8 @@ def test_cli_writes_shards_and_prints_the_summary(tool, tmp_path, capsys):
 def test_cli_fails_when_nothing_was_written(tool, tmp_path, capsys):
     empty = tmp_path / "empty.txt"
     empty.write_text("")
-    code = tool.main(["--inputs", str(empty), "--output-dir", str(tmp_path / "e"),
-                      "--sentencepiece-model", ALBERT_SPM])  # fmt: skip
-    assert code == 1
-    assert "empty file" in capsys.readouterr().out
+    with pytest.raises(ToolError, match="no example was made from --inputs .*empty.txt"):
+        tool.main(["--inputs", str(empty), "--output-dir", str(tmp_path / "e"),
+                   "--sentencepiece-model", ALBERT_SPM])  # fmt: skip
+    assert "empty file" in capsys.readouterr().out  # the summary is still printed
+    assert not os.path.exists(tmp_path / "e")  # no shard, no folder the tool made

@@ -118,3 +118,27 @@ def test_tool_has_one_flag_per_option():
         str(pathlib.Path(__file__).resolve().parents[2] / "tools" / "train_tokenizer.py")
     )
     check_tool_flags(tool["build_parser"](), tool["TokenizerToolOptions"])
+
+
+def test_trainer_log_only_when_verbose_and_binary_input_is_refused(tmp_path, capfd):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(load_austen_paragraphs()[:40]), encoding="utf-8")
+    common = dict(vocabulary_size=150, num_threads=1, seed=1, progress=False)
+    for verbose in (False, True):
+        train_sentencepiece([str(corpus)], str(tmp_path / f"m{verbose}"), verbose=verbose, **common)
+        # The settings dump ("trainer_spec { ... }") is the trainer's INFO log, on stderr.
+        assert ("trainer_spec" in capfd.readouterr().err) == verbose
+
+    # 10% of invalid bytes is still text (replaced, counted); just over is refused, by name.
+    def share_invalid(num_bad):
+        return b"\xff" * num_bad + b"a" * (99 - num_bad) + b"\n"
+
+    (tmp_path / "ten.txt").write_bytes(share_invalid(10) * 30 + b"word " * 20 + b"\n")
+    result = train_sentencepiece(
+        [str(tmp_path / "ten.txt")], str(tmp_path / "ten"), **{**common, "vocabulary_size": 20}
+    )
+    assert result.num_lines_with_invalid_utf8 == 30
+    (tmp_path / "eleven.txt").write_bytes(share_invalid(11) * 30)
+    with pytest.raises(ValueError, match=r"eleven.txt' has 11% NUL or invalid UTF-8 bytes"):
+        train_sentencepiece([str(tmp_path / "eleven.txt")], str(tmp_path / "x" / "m"), **common)
+    assert not (tmp_path / "x").exists()

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Literal
 
-from keras_albert import validation
+from keras_albert import directories, validation
 from keras_albert.text.pretraining.config import PretrainingDataConfig
 from keras_albert.text.pretraining.documents import (
     Document,
@@ -170,7 +170,8 @@ def create_pretraining_data(
             TensorFlow runtime started in the parent. Output does not depend on it.
 
     Returns:
-        The summary: counts, mask rate, label balance, n-gram histogram, skipped inputs.
+        The summary: counts, mask rate, label balance, n-gram histogram, skipped inputs. When
+        no example was made (no usable text), no shard is written: `output_files` is empty.
     """
     factory = None
     if not isinstance(tokenizer, TokenizerLike) and callable(tokenizer):
@@ -217,49 +218,50 @@ def create_pretraining_data(
                 f"num_workers=1. Received: tokenizer of type {type(source).__name__}"
             ) from error
     paths = shard_paths(output_prefix, num_shards)
-    os.makedirs(os.path.dirname(os.path.abspath(output_prefix)), exist_ok=True)
-    # Shards are written under temporary names and renamed once all are complete, so a glob of
-    # `*.tfrecord` never matches a half-written file.
-    partial_paths = [f"{p}.incomplete" for p in paths]
-    writers = [tf.io.TFRecordWriter(p) for p in partial_paths]
-    bar = tqdm(total=total_bytes, unit="B", unit_scale=True, disable=not progress)
-    pool = None
-    finished = False
-    try:
-        if num_workers == 1:
-            _init_worker(tokenizer, config, on_example is not None)
-            results = map(_process_document, tasks)
-        else:
-            worker_args = (source, config, on_example is not None)
-            context = multiprocessing.get_context(start_method)
-            pool = context.Pool(num_workers, initializer=_init_worker, initargs=worker_args)
-            results = ordered_bounded_map(pool, _process_document, tasks, 4 * num_workers)
-        for stats, records, num_bytes in results:
-            summary.merge_document(stats)
-            for item in records:
-                if len(buffer) < config.write_shuffle_buffer:
-                    buffer.append(item)
-                    continue
-                slot = shuffle_rng.randrange(len(buffer))
-                write(*buffer[slot])
-                buffer[slot] = item
-            bar.update(num_bytes)
-            bar.set_postfix(examples=num_written + len(buffer), refresh=False)
-        shuffle_rng.shuffle(buffer)
-        for item in buffer:
-            write(*item)
-        finished = True
-    finally:
-        bar.close()
-        if pool is not None:
-            pool.terminate()
-        for writer in writers:
-            writer.close()
-        for partial, path in zip(partial_paths, paths, strict=True):
-            if finished:
-                os.replace(partial, path)
-            elif os.path.exists(partial):
-                os.remove(partial)
-    summary.output_files = paths
+    # An empty run (no usable text) writes no shard, and leaves no directory it made.
+    with directories.output_directory(os.path.dirname(os.path.abspath(output_prefix))):
+        # Shards are written under temporary names and renamed once all are complete, so a glob of
+        # `*.tfrecord` never matches a half-written file.
+        partial_paths = [f"{p}.incomplete" for p in paths]
+        writers = [tf.io.TFRecordWriter(p) for p in partial_paths]
+        bar = tqdm(total=total_bytes, unit="B", unit_scale=True, disable=not progress)
+        pool = None
+        finished = False
+        try:
+            if num_workers == 1:
+                _init_worker(tokenizer, config, on_example is not None)
+                results = map(_process_document, tasks)
+            else:
+                worker_args = (source, config, on_example is not None)
+                context = multiprocessing.get_context(start_method)
+                pool = context.Pool(num_workers, initializer=_init_worker, initargs=worker_args)
+                results = ordered_bounded_map(pool, _process_document, tasks, 4 * num_workers)
+            for stats, records, num_bytes in results:
+                summary.merge_document(stats)
+                for item in records:
+                    if len(buffer) < config.write_shuffle_buffer:
+                        buffer.append(item)
+                        continue
+                    slot = shuffle_rng.randrange(len(buffer))
+                    write(*buffer[slot])
+                    buffer[slot] = item
+                bar.update(num_bytes)
+                bar.set_postfix(examples=num_written + len(buffer), refresh=False)
+            shuffle_rng.shuffle(buffer)
+            for item in buffer:
+                write(*item)
+            finished = num_written > 0
+        finally:
+            bar.close()
+            if pool is not None:
+                pool.terminate()
+            for writer in writers:
+                writer.close()
+            for partial, path in zip(partial_paths, paths, strict=True):
+                if finished:
+                    os.replace(partial, path)
+                elif os.path.exists(partial):
+                    os.remove(partial)
+    summary.output_files = paths if num_written else []
     summary.seconds = time.perf_counter() - started
     return summary

@@ -1,0 +1,198 @@
+"""A user's mistake, run as a command: exit status, ONE line on stderr naming the value, nothing
+half-written left behind (issue 19). Ctrl-C in the drivers: one line saying where to resume.
+
+Each tool runs as a subprocess (each imports TensorFlow: a few seconds); what a subprocess adds
+nothing to (the drivers' interrupt message, the --help line) is checked in-process.
+"""
+
+import importlib.util
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import keras
+import pytest
+
+from keras_albert import AlbertConfig
+from keras_albert.cli import DEBUG_HELP
+from keras_albert.training import pretraining
+from keras_albert.training.callbacks import StepCheckpoints
+from keras_albert.training.finetuning import FinetuningOptions, finetune
+from tests.text.glue_rows import GLUE_DATA
+from tests.training.test_finetuning import TINY_30K
+from tests.training.test_pretraining import options as pretraining_options
+from tests.training.test_pretraining import write_config, write_records
+
+REPO = Path(__file__).resolve().parents[1]
+ALBERT_SPM = os.path.join(os.path.dirname(GLUE_DATA), "30k-clean.model")
+TOOLS = (
+    "convert_checkpoint",
+    "create_pretraining_data",
+    "export_saved_model",
+    "finetune",
+    "main",
+    "pretrain",
+    "serving_client",
+    "train_tokenizer",
+)
+
+
+def run(tool: str, *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("KERAS_ALBERT_DEBUG", "TF_CONFIG")}
+    env.update(KERAS_BACKEND="tensorflow", PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="2")
+    return subprocess.run(
+        [sys.executable, str(REPO / "tools" / f"{tool}.py"), *map(str, args)],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+
+
+def error_line(result: subprocess.CompletedProcess, status: int = 1) -> str:
+    """The one stderr line of a failed run (asserting the status and that there is one)."""
+    assert result.returncode == status, result.stderr[-3000:]
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr[-3000:]
+    assert lines[0].startswith("error: ")
+    return lines[0]
+
+
+def test_missing_checkpoint_is_not_found_and_writes_nothing(tmp_path):
+    missing, destination = tmp_path / "no-such-run", tmp_path / "out" / "model.keras"
+    line = error_line(run("convert_checkpoint", missing, destination))
+    assert "not found" in line and str(missing) in line
+    assert not (tmp_path / "out").exists()
+
+
+def test_pretraining_data_from_nothing_usable_writes_no_shard(tmp_path):
+    (tmp_path / "empty.txt").write_bytes(b"")
+    (tmp_path / "binary.bin").write_bytes(bytes(range(256)) * 64)
+    inputs = [tmp_path / "empty.txt", tmp_path / "binary.bin", tmp_path / "missing.txt"]
+    output_dir = tmp_path / "new" / "data"
+    result = run(
+        "create_pretraining_data", "--inputs", *inputs, "--output-dir", output_dir,
+        "--sentencepiece-model", ALBERT_SPM, "--num-workers", "1",
+    )  # fmt: skip
+    line = error_line(result)
+    assert all(str(path) in line for path in inputs) and "no shard was written" in line
+    # The summary is still printed, with the reasons.
+    for reason in ("empty file", "binary file", "no such file"):
+        assert reason in result.stdout
+    assert not (tmp_path / "new").exists()  # neither shard nor the folders the tool made
+
+
+def test_tokenizer_refuses_a_binary_and_leaves_no_folder(tmp_path):
+    binary = tmp_path / "program"
+    # Mostly invalid UTF-8 and NUL bytes, with line breaks: what /bin/ls looks like.
+    binary.write_bytes((bytes(range(128, 256)) + b"\x00" * 32 + b"\n" + b"ok text\n") * 200)
+    model = tmp_path / "new" / "tokenizer" / "spm.model"
+    line = error_line(run("train_tokenizer", "--inputs", binary, "--sentencepiece-model", model))
+    assert str(binary) in line and "UTF-8" in line and "over 10%" in line
+    assert not (tmp_path / "new").exists()
+
+
+def test_finetuning_output_dir_that_is_a_file(tmp_path):
+    taken = tmp_path / "results.txt"
+    taken.write_text("keep me")
+    result = run(
+        "finetune", "--task", "SST-2", "--train-data", tmp_path / "train.tsv",
+        "--eval-data", tmp_path / "dev.tsv", "--preset", "albert_base_v2",
+        "--output-dir", taken,
+    )  # fmt: skip
+    line = error_line(result)
+    assert "`output_dir` must be a directory" in line and str(taken) in line
+    assert taken.read_text() == "keep me"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("protocol", ["rest", "grpc"])
+def test_serving_client_without_a_server(protocol):
+    if protocol == "grpc":
+        pytest.importorskip("tensorflow_serving")
+    port = free_port()
+    result = run(
+        "serving_client", "--model", "sst2", "--protocol", protocol,
+        f"--{protocol}-port", port, "a charming film",
+    )  # fmt: skip
+    line = error_line(result)
+    assert f"no server at localhost:{port} ({protocol}): start one with" in line
+
+
+# ----------------------------------------------------------------------------------------------
+# In-process: the drivers' Ctrl-C message, the --help line.
+
+
+def test_pretraining_interrupt_names_the_last_checkpoint(tmp_path, monkeypatch):
+    data = tmp_path / "data"
+    data.mkdir()
+    write_records(data / "train.tfrecord", 48, seed=0)
+    records = {"train_data": str(data / "train.tfrecord")}
+    records["config"] = write_config(tmp_path / "config.json")
+
+    class CtrlCAfterFirstCheckpoint(StepCheckpoints):
+        def on_epoch_end(self, epoch, logs=None):
+            super().on_epoch_end(epoch, logs)
+            raise KeyboardInterrupt  # as Ctrl-C arrives inside fit
+
+    monkeypatch.setattr(pretraining, "StepCheckpoints", CtrlCAfterFirstCheckpoint)
+    options = pretraining_options(tmp_path, records)
+    with pytest.raises(KeyboardInterrupt) as interrupt:
+        pretraining.pretrain(options)
+    checkpoint = os.path.join(options.output_dir, "checkpoints", "ckpt-10")
+    assert str(interrupt.value) == (
+        f"last checkpoint {checkpoint} — rerun the same command to resume"
+    )
+    assert os.path.isfile(checkpoint + ".index")
+
+
+def test_a_pretraining_run_refused_at_its_checks_leaves_no_run_folder(tmp_path):
+    records = {"train_data": str(tmp_path / "nothing-*.tfrecord")}
+    records["config"] = write_config(tmp_path / "config.json")
+    options = pretraining_options(tmp_path, records)
+    with pytest.raises(ValueError, match="nothing-"):
+        pretraining.pretrain(options)
+    assert not os.path.exists(options.output_dir)
+
+
+def test_finetuning_interrupt_says_what_was_saved(tmp_path, monkeypatch):
+    def ctrl_c(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(keras.Model, "fit", ctrl_c)
+    tiny = tmp_path / "albert_config.json"
+    AlbertConfig(**TINY_30K).to_json(str(tiny))
+    split = os.path.join(GLUE_DATA, "sst2_{}.tsv")
+    options = FinetuningOptions(
+        task="SST-2", train_data=split.format("train"), eval_data=split.format("dev"),
+        output_dir=str(tmp_path / "run"), config=str(tiny), sentencepiece_model=ALBERT_SPM,
+        sequence_length=32, train_steps=2, batch_size=4, verbose=0,
+    )  # fmt: skip
+    with pytest.raises(KeyboardInterrupt) as interrupt:
+        finetune(options)
+    assert str(interrupt.value) == (
+        f"nothing saved in {options.output_dir} yet — rerun the same command to train again"
+    )
+
+
+def load_tool(name: str):
+    sys.path.insert(0, str(REPO / "tools"))  # tools/main.py imports tools/main_job
+    try:
+        spec = importlib.util.spec_from_file_location(f"{name}_tool", REPO / "tools" / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(REPO / "tools"))
+    return module
+
+
+def test_every_tool_documents_debug_and_runs_through_run_tool():
+    for name in TOOLS:
+        source = (REPO / "tools" / f"{name}.py").read_text()
+        assert 'if __name__ == "__main__":\n    run_tool(main)' in source, name
+        help_text = " ".join(load_tool(name).build_parser().format_help().split())
+        assert DEBUG_HELP in help_text, name
