@@ -174,7 +174,7 @@ def test_cli_runs_the_driver_and_bad_input_names_file_and_line(tmp_path, monkeyp
     bad.write_text("sentence\tlabel\ngood\t1\nbad\tpositive\n", encoding="utf-8")
     argv = ["finetune.py", "--task", "SST-2", "--train-data", str(bad), "--eval-data", str(bad)]
     argv += ["--preset", "albert_base_v2", "--sentencepiece-model", ALBERT_MODEL]
-    argv += ["--output-dir", str(tmp_path / "x")]
+    argv += ["--output-dir", str(tmp_path / "x"), "--debug"]  # the exception, not one line
     monkeypatch.setattr(sys, "argv", argv)
     with pytest.raises(glue.DataFormatError, match=rf"{bad}:3: label 'positive'"):
         runpy.run_path(tool, run_name="__main__")
