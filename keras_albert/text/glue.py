@@ -100,15 +100,15 @@ class TaskSpec:
         if self.labels is not None and len(set(self.labels)) < 2:
             raise ValueError(
                 f"Task {self.name!r}: a classification task needs at least two distinct "
-                f"labels, received {self.labels}"
+                f"labels. Received: labels={self.labels}"
             )
         if not self.layouts:
             raise ValueError(f"Task {self.name!r} has no file layout")
         for layout in self.layouts:
             if len(layout.text_columns) not in (1, 2):
                 raise ValueError(
-                    f"Task {self.name!r}: text_columns must name one or two columns, "
-                    f"received {layout.text_columns}"
+                    f"Task {self.name!r}: `text_columns` must name one or two columns. "
+                    f"Received: text_columns={layout.text_columns}"
                 )
 
     @property
@@ -203,7 +203,7 @@ TASKS: dict[str, TaskSpec] = {
 def get_task(name: str) -> TaskSpec:
     """The GLUE task called `name` (case and "-" insensitive: "SST-2", "sst2", "STSB", ...)."""
     if not isinstance(name, str):
-        raise TypeError(f"A task name must be a str, received {name!r}")
+        raise TypeError(f"`task` must be a str. Received: task={name!r}")
     wanted = name.lower().replace("-", "").replace("_", "")
     for key, task in TASKS.items():
         if key.replace("-", "") == wanted:
@@ -238,10 +238,10 @@ def generic_task(
         metrics, main_metric = ("pearson", "spearman"), "pearson"
     names = [column for column in (*text_columns, label_column) if isinstance(column, str)]
     if not header and names:
-        raise ValueError(f"Without a header, columns must be indices; received names {names}")
+        raise ValueError(f"Without a header, columns must be indices. Received: names {names}")
     if header and len(names) != len(text_columns) + 1:
         raise ValueError(
-            "With a header, columns must be names; received "
+            "With a header, columns must be names. Received: "
             f"text_columns={list(text_columns)}, label_column={label_column!r}"
         )
     layout = Layout(
@@ -459,7 +459,7 @@ def make_dataset(
     if in_memory and training:
         raise ValueError("`in_memory` is for evaluation datasets; a training one repeats")
     if batch_size < 1:
-        raise ValueError(f"`batch_size` must be >= 1, received {batch_size}")
+        raise ValueError(f"`batch_size` must be an integer >= 1. Received: batch_size={batch_size}")
     texts = tuple(tf.constant(values, dtype=tf.string) for values in examples.texts)
     features = texts if examples.labels is None else (texts, examples.labels)
     dataset = tf.data.Dataset.from_tensor_slices(features)

@@ -64,15 +64,19 @@ class AlbertPacker(keras.layers.Layer):
     def __init__(self, sequence_length, cls_id, sep_id, pad_id, **kwargs):
         super().__init__(**kwargs)
         if isinstance(sequence_length, bool) or not isinstance(sequence_length, int):
-            raise TypeError(f"`sequence_length` must be an int, received {sequence_length!r}")
+            raise TypeError(
+                f"`sequence_length` must be an int. Received: sequence_length={sequence_length!r}"
+            )
         if sequence_length < 3:
             raise ValueError(
-                "`sequence_length` must be at least 3 ([CLS] and two [SEP]), "
-                f"received {sequence_length}"
+                "`sequence_length` must be at least 3 ([CLS] and two [SEP]). "
+                f"Received: sequence_length={sequence_length}"
             )
         for argument, value in (("cls_id", cls_id), ("sep_id", sep_id), ("pad_id", pad_id)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"`{argument}` must be a non-negative int, received {value!r}")
+                raise ValueError(
+                    f"`{argument}` must be a non-negative int. Received: {argument}={value!r}"
+                )
         self.sequence_length = sequence_length
         self.cls_id = cls_id
         self.sep_id = sep_id
@@ -86,14 +90,14 @@ class AlbertPacker(keras.layers.Layer):
         segments = list(inputs) if isinstance(inputs, (tuple, list)) else [inputs]
         if len(segments) not in (1, 2):
             raise ValueError(
-                f"AlbertPacker takes one or two segments, received {len(segments)} segments"
+                f"`inputs` must be one or two segments. Received: {len(segments)} segments"
             )
         segments = [_as_ragged_ids(segment) for segment in segments]
         ranks = {segment.shape.rank for segment in segments}
         if len(ranks) != 1 or ranks.pop() not in (1, 2):
             raise ValueError(
-                "Each segment must have shape (batch, None) or (None,), and all the same rank; "
-                f"received shapes {[segment.shape for segment in segments]}"
+                "Each segment must have shape (batch, None) or (None,), and all the same rank. "
+                f"Received: shapes {[segment.shape for segment in segments]}"
             )
         unbatched = segments[0].shape.rank == 1
         if unbatched:
@@ -146,7 +150,7 @@ def _as_ragged_ids(segment) -> tf.RaggedTensor | tf.Tensor:
         segment = tf.convert_to_tensor(segment)
     if not segment.dtype.is_integer:
         raise TypeError(
-            f"Segments must hold integer token ids, received dtype {segment.dtype.name}"
+            f"Segments must hold integer token ids. Received: dtype={segment.dtype.name}"
         )
     segment = tf.cast(segment, tf.int32)
     if isinstance(segment, tf.RaggedTensor) or segment.shape.rank == 1:

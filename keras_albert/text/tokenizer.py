@@ -108,7 +108,9 @@ def _to_text(text: str | bytes) -> str:
         except UnicodeEncodeError:
             return text.encode("utf-8", errors="surrogatepass").decode("utf-8", errors="replace")
         return text
-    raise TypeError(f"Expected text as str or bytes, received {type(text).__name__}: {text!r}")
+    raise TypeError(
+        f"`text` must be a str or bytes. Received: text={text!r} ({type(text).__name__})"
+    )
 
 
 def normalize_text(
@@ -134,8 +136,8 @@ def _load_model(proto: str | os.PathLike | bytes) -> bytes:
         return proto
     if not isinstance(proto, (str, os.PathLike)):
         raise TypeError(
-            "`proto` must be a path to a SentencePiece model file or its serialized bytes, "
-            f"received {type(proto).__name__}: {proto!r}"
+            "`proto` must be a path to a SentencePiece model file or its serialized bytes. "
+            f"Received: proto={proto!r} ({type(proto).__name__})"
         )
     path = os.fspath(proto)
     if not tf.io.gfile.exists(path):
@@ -189,7 +191,7 @@ class AlbertTokenizer(tf.Module):
             ("normalize_quotes", normalize_quotes),
         ):
             if not isinstance(value, bool):
-                raise TypeError(f"`{argument}` must be a bool, received {value!r}")
+                raise TypeError(f"`{argument}` must be a bool. Received: {argument}={value!r}")
         self.lowercase = lowercase
         self.strip_accents = strip_accents
         self.normalize_quotes = normalize_quotes
@@ -260,7 +262,9 @@ class AlbertTokenizer(tf.Module):
     def piece_to_id(self, piece: str) -> int:
         """The id of `piece`; the `<unk>` id for a piece not in the vocabulary."""
         if not isinstance(piece, str):
-            raise TypeError(f"Expected a piece as str, received {type(piece).__name__}: {piece!r}")
+            raise TypeError(
+                f"`piece` must be a str. Received: piece={piece!r} ({type(piece).__name__})"
+            )
         return self._processor.piece_to_id(piece)
 
     def is_word_start(self, token_id: int) -> bool:
@@ -288,7 +292,7 @@ class AlbertTokenizer(tf.Module):
 
     def _check_id(self, token_id) -> None:
         if isinstance(token_id, bool) or not isinstance(token_id, (int, np.integer)):
-            raise TypeError(f"Expected an integer id, received {type(token_id).__name__}")
+            raise TypeError(f"`token_id` must be an integer. Received: token_id={token_id!r}")
         if not 0 <= token_id < self.vocabulary_size:
             raise ValueError(
                 f"Token id {token_id} is out of range: expected 0 <= id < {self.vocabulary_size}"
@@ -370,7 +374,9 @@ class AlbertTokenizer(tf.Module):
             return inputs.with_flat_values(self._tokenize_flat(inputs.flat_values))
         rank = inputs.shape.rank
         if rank is None:
-            raise ValueError("Expected a string tensor of known rank, received unknown rank")
+            raise ValueError(
+                "`inputs` must be a string tensor of known rank. Received: inputs of unknown rank"
+            )
         if rank == 0:
             return self._tokenize_flat(tf.reshape(inputs, [1]))[0]
         if rank == 1:
@@ -482,8 +488,9 @@ def _as_string_tensor(inputs):
             values = tf.convert_to_tensor(inputs)
         except (TypeError, ValueError) as error:
             raise TypeError(
-                f"Expected a tf.string tensor (or str / list of str), received {inputs!r}"
+                "`inputs` must be a tf.string tensor (or str / list of str). "
+                f"Received: inputs={inputs!r}"
             ) from error
     if values.dtype != tf.string:
-        raise TypeError(f"Expected a tf.string tensor, received dtype {values.dtype.name}")
+        raise TypeError(f"`inputs` must be a tf.string tensor. Received: dtype={values.dtype.name}")
     return values

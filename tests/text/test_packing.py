@@ -118,7 +118,7 @@ def test_in_tf_data():
 
 
 def test_validation():
-    with pytest.raises(ValueError, match=r"at least 3 .*received 2"):
+    with pytest.raises(ValueError, match=r"at least 3 .*Received: sequence_length=2"):
         AlbertPacker(2, cls_id=CLS, sep_id=SEP, pad_id=PAD)
     with pytest.raises(TypeError, match="'8'"):
         AlbertPacker("8", cls_id=CLS, sep_id=SEP, pad_id=PAD)
