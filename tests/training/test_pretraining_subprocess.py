@@ -3,6 +3,7 @@ uninterrupted run ends; MirroredStrategy on 2 logical CPUs trains like one devic
 
 import csv
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import keras
 import numpy as np
+import tensorflow as tf
 
 from tests.training.test_pretraining import write_config, write_records
 
@@ -97,14 +99,15 @@ def test_killed_with_sigkill_and_rerun_ends_like_an_uninterrupted_run(tmp_path):
     interrupted = tmp_path / "interrupted"
     command = pretrain_command(tmp_path, interrupted, train_steps)
     process = start(command, output=subprocess.DEVNULL)
-    checkpoint_state = interrupted / "checkpoints" / "checkpoint"
+    log = interrupted / "history.csv"
     deadline = time.monotonic() + TIMEOUT_S
     try:
-        # Kill once at least three checkpoints (steps 4, 8, 12) exist, mid-run.
+        # Kill on a logged step, not on a timer: once step 12 is in history.csv (its checkpoint
+        # is saved before the row is written), 28 steps before the run would end.
         while time.monotonic() < deadline and process.poll() is None:
-            if checkpoint_state.exists() and "ckpt-12" in checkpoint_state.read_text():
+            if log.exists() and any(int(row["step"]) >= 12 for row in history(interrupted)):
                 break
-            time.sleep(0.05)
+            time.sleep(0.02)
         assert process.poll() is None, "the run ended before it could be killed"
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=30)
@@ -113,14 +116,21 @@ def test_killed_with_sigkill_and_rerun_ends_like_an_uninterrupted_run(tmp_path):
             process.kill()
     assert not (interrupted / "summary.json").exists()
     killed_at = len(history(interrupted))
+    checkpoints = tf.train.get_checkpoint_state(str(interrupted / "checkpoints"))
+    last_checkpoint = int(checkpoints.model_checkpoint_path.rsplit("-", 1)[1])
+    assert 12 <= last_checkpoint < train_steps
 
     (rerun_output,) = finish(start(command))
-    assert "resuming from" in rerun_output
+    resumed = re.findall(r"resuming from \S+ \(step (\d+)\)", rerun_output)
+    assert len(resumed) == 1, rerun_output[-4000:]
+    resume_step = int(resumed[0])
+    assert resume_step == last_checkpoint
     finish(reference_process)
     rows = history(interrupted)
     steps = [int(row["step"]) for row in rows]
-    # history.csv is appended: the rows before the kill, then the rerun's from its checkpoint.
-    assert steps[-1] == train_steps and len(rows) > killed_at
+    # history.csv is appended: the rows before the kill, then the rerun's from its checkpoint,
+    # the first one `--log-every-steps` (4) steps after the resume step, then every 4.
+    assert steps[killed_at:] == list(range(resume_step + 4, train_steps + 1, 4))
     for expected, actual in zip(final_weights(reference), final_weights(interrupted), strict=True):
         np.testing.assert_array_equal(actual, expected)
     # The rerun's logged losses are the reference's at the same steps.
