@@ -8,7 +8,9 @@ import pathlib
 import subprocess
 import sys
 
+import numpy as np
 import pytest
+import tensorflow as tf
 from main_job import MainJobOptions, run_steps
 
 from tests.tool_flags import check_tool_flags
@@ -25,6 +27,28 @@ def run_main(*arguments):
         env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
         timeout=900,
     )
+
+
+def best_model_probabilities(work_dir, texts):
+    """Softmax of the fine-tuned `best.keras` on `texts`, packed here as [CLS] ids [SEP]."""
+    import keras
+    from scipy.special import softmax
+
+    from keras_albert.text.tokenizer import AlbertTokenizer
+    from tests.export.conftest import reference_pack
+
+    tokenizer = AlbertTokenizer(str(work_dir / "tokenizer" / "austen.model"))
+    best = keras.models.load_model(work_dir / "finetuning" / "sst2" / "best.keras", compile=False)
+    inputs = reference_pack(
+        [tokenizer.encode(text) for text in texts],
+        None,
+        best.backbone.albert_config.max_sequence_length,
+        tokenizer.cls_id,
+        tokenizer.sep_id,
+        tokenizer.pad_id,
+    )
+    logits = np.asarray(best(inputs, training=False), np.float64)
+    return softmax(logits, axis=-1)
 
 
 def test_quick_main_job_runs_every_step_and_reruns_without_redoing_them(tmp_path):
@@ -49,7 +73,15 @@ def test_quick_main_job_runs_every_step_and_reruns_without_redoing_them(tmp_path
         assert (
             prediction["label"] == max((p, i) for i, p in enumerate(prediction["probabilities"]))[1]
         )
-    assert 0.0 <= summary["sst2_dev"]["accuracy"] <= 1.0
+    # The served probabilities are `best.keras`'s on the same sentences: within 1e-5 through
+    # the export loaded here, and as the probe prints them (rounded to 4 decimals).
+    texts = [prediction["text"] for prediction in served["predictions"]]
+    expected = best_model_probabilities(work_dir, texts)
+    signature = tf.saved_model.load(str(export)).signatures["serving_default"]
+    exported = signature(text=tf.constant(texts))["probabilities"].numpy()
+    np.testing.assert_allclose(exported, expected, atol=1e-5, rtol=0)
+    probed = np.array([prediction["probabilities"] for prediction in served["predictions"]])
+    np.testing.assert_allclose(probed, expected, atol=5e-5 + 1e-6, rtol=0)
     assert (work_dir / "curves.png").stat().st_size > 10_000
 
     second = run_main(*arguments)

@@ -201,7 +201,7 @@ def _build_requests(export: Export, tokenizer: AlbertTokenizer):
             )
 
 
-def _read_logs(path):
+def read_logs(path):
     return [
         prediction_log_pb2.PredictionLog.FromString(record.numpy())
         for record in tf.data.TFRecordDataset(path)
@@ -275,9 +275,9 @@ def served(tmp_path_factory, albert_tokenizer_for_export):
     report = json.loads((root / "report.json").read_text())
     for (export, files), export_report in zip(exports.values(), report["exports"], strict=True):
         export.report = export_report
-        export.responses = _read_logs(files["responses"])
-        export.rest_responses = _read_logs(files["rest_responses"])
-        export.warmup_responses = _read_logs(files["warmup_responses"])
+        export.responses = read_logs(files["responses"])
+        export.rest_responses = read_logs(files["rest_responses"])
+        export.warmup_responses = read_logs(files["warmup_responses"])
     return {
         "exports": {name: export for name, (export, _) in exports.items()},
         "report": report,

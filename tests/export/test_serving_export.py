@@ -6,7 +6,7 @@ import tensorflow as tf
 from scipy.special import softmax
 
 from keras_albert import AlbertClassifier, AlbertPretrainer
-from tests.export.conftest import BAD_TEXTS, reference_pack, sst2_sentences
+from tests.export.conftest import BAD_TEXTS, read_logs, reference_pack, sst2_sentences
 
 TOLERANCE = 1e-5
 
@@ -57,6 +57,12 @@ def keras_outputs(export, tokenizer, texts, text_pairs=None) -> dict:
         tokenizer.sep_id,
         tokenizer.pad_id,
     )
+    return keras_outputs_of_ids(export, inputs)
+
+
+def keras_outputs_of_ids(export, inputs) -> dict:
+    """What `serve_token_ids` must answer: the Keras model on the packed ids `inputs`."""
+    batch_size = len(inputs["token_ids"])
     if isinstance(export.model, AlbertClassifier):
         logits = np.asarray(export.model(inputs, training=False))
         if export.model.num_classes == 1:
@@ -67,7 +73,7 @@ def keras_outputs(export, tokenizer, texts, text_pairs=None) -> dict:
             "label": logits.argmax(-1),
         }
     if isinstance(export.model, AlbertPretrainer):
-        mask_positions = np.zeros((len(texts), 1), np.int32)
+        mask_positions = np.zeros((batch_size, 1), np.int32)
         sop_logits = export.model({**inputs, "mask_positions": mask_positions})["sop_logits"]
         outputs = export.model.backbone(inputs, training=False)
     else:
@@ -220,7 +226,34 @@ def test_harness_did_not_import_keras_albert(served):
     assert [name for name in served["report"]["modules"] if "keras_albert" in name] == []
 
 
-def test_warmup_records_replay(exports):
+def keras_outputs_of_warmup(export, tokenizer, log) -> dict:
+    """What the servable must answer to the warmup record `log`, computed by Keras."""
+    kind = log.WhichOneof("log_type")
+    if kind == "predict_log":
+        request = log.predict_log.request
+        inputs = {name: tf.make_ndarray(proto) for name, proto in request.inputs.items()}
+        if request.model_spec.signature_name == "serve_token_ids":
+            return keras_outputs_of_ids(export, inputs)
+        assert request.model_spec.signature_name == "serving_default"
+        texts = [text.decode() for text in inputs["text"]]
+        pairs = [text.decode() for text in inputs["text_pair"]] if "text_pair" in inputs else None
+        return keras_outputs(export, tokenizer, texts, pairs)
+    request = getattr(log, kind).request
+    features = [example.features.feature for example in request.input.example_list.examples]
+    texts = [feature["text"].bytes_list.value[0].decode() for feature in features]
+    pairs = None
+    if export.text_pair:
+        pairs = [feature["text_pair"].bytes_list.value[0].decode() for feature in features]
+    expected = keras_outputs(export, tokenizer, texts, pairs)
+    if kind == "regress_log":
+        return {"outputs": expected["score"]}
+    return {
+        "classes": np.array([["neg", "pos"]] * len(texts)),
+        "scores": expected["probabilities"],
+    }
+
+
+def test_warmup_records_replay(exports, albert_tokenizer_for_export):
     for export in exports.values():
         warmup = export.report["warmup"]
         assert 0 < warmup["count"] <= 1000
@@ -231,10 +264,14 @@ def test_warmup_records_replay(exports):
             kind = "regress_log" if export.model.num_classes == 1 else "classify_log"
             assert kind in warmup["kinds"]
         assert set(warmup["signatures"]) == expected_signatures
-        for response in export.warmup_responses:
-            for value in outputs_of(response).values():
-                if value.dtype.kind == "f":
-                    assert np.isfinite(value).all()
+        records = read_logs(f"{export.path}/assets.extra/tf_serving_warmup_requests")
+        assert len(records) == len(export.warmup_responses) == warmup["count"]
+        for record, response in zip(records, export.warmup_responses, strict=True):
+            actual = outputs_of(response)
+            expected = keras_outputs_of_warmup(export, albert_tokenizer_for_export, record)
+            if "classes" in expected:
+                np.testing.assert_array_equal(actual.pop("classes"), expected.pop("classes"))
+            assert_outputs_close(actual, expected)
 
 
 def test_models_config(served):

@@ -309,8 +309,35 @@ def test_batches_feed_model_fit(tmp_path):
             "sop": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         },
     )
-    history = model.fit(dataset, steps_per_epoch=2, epochs=1, verbose=0)
-    assert np.isfinite(history.history["loss"][0])
+    model.fit(dataset, steps_per_epoch=2, epochs=1, verbose=0)
+    # The loss Keras computes on a batch equals NumPy's on the same records' own labels and
+    # weights: the batches carry the records' masked ids, weights and SOP labels, aligned.
+    first = next(iter(make_pretraining_dataset(path, 4, SEQ, PRED, shuffle=False)))
+    keras_loss = model.test_on_batch(*first, return_dict=True)
+    values = [features for _, features in records[:4]]
+    batch = {
+        "token_ids": np.stack([v["input_ids"] for v in values]),
+        "segment_ids": np.stack([v["segment_ids"] for v in values]),
+        "padding_mask": np.stack([v["input_mask"] for v in values]),
+        "mask_positions": np.stack([v["masked_lm_positions"] for v in values]),
+    }
+    logits = model.predict(batch, verbose=0)
+
+    def cross_entropy(logits, labels):
+        logits = logits.astype(np.float64)
+        shifted = logits - logits.max(-1, keepdims=True)
+        log_probs = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+        return -np.take_along_axis(log_probs, labels[..., None], -1)[..., 0]
+
+    mlm_ids = np.stack([v["masked_lm_ids"] for v in values])
+    mlm_weights = np.stack([v["masked_lm_weights"] for v in values])
+    assert mlm_weights.sum() > 0
+    mlm = (cross_entropy(logits["mlm"], mlm_ids) * mlm_weights).sum() / mlm_ids.size
+    sop_labels = np.array([v["next_sentence_labels"][0] for v in values])
+    sop = cross_entropy(logits["sop"], sop_labels).mean()
+    np.testing.assert_allclose(keras_loss["mlm_loss"], mlm, rtol=1e-5)
+    np.testing.assert_allclose(keras_loss["sop_loss"], sop, rtol=1e-5)
+    np.testing.assert_allclose(keras_loss["loss"], mlm + sop, rtol=1e-5)
 
 
 @pytest.mark.parametrize(

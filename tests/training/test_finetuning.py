@@ -12,6 +12,7 @@ import pytest
 
 from keras_albert import AlbertBackbone, AlbertClassifier, AlbertConfig, AlbertPretrainer
 from keras_albert.text import glue
+from keras_albert.text.tokenizer import AlbertTokenizer
 from keras_albert.training.finetuning import FinetuningOptions, finetune
 from keras_albert.training.glue_metrics import compute_metrics
 from tests.helpers import TINY, check_model_roundtrips, random_inputs, tiny_backbone
@@ -127,45 +128,110 @@ def test_every_task_end_to_end(task, tiny_config_path, tmp_path):
     assert (output_dir / "tokenizer.model").read_bytes() == open(ALBERT_MODEL, "rb").read()
 
 
-def test_from_pretraining_output_generic_csv_and_test_predictions(tmp_path):
-    pretraining = tmp_path / "pretraining"
-    pretraining.mkdir()
-    pretrainer = AlbertPretrainer(AlbertBackbone(**TINY_30K))
-    pretrainer.save(pretraining / "pretrainer.keras")
-    (pretraining / "run.json").write_text(json.dumps({"sentencepiece_model": ALBERT_MODEL}))
-    words = ["good", "bad"]
-    train = tmp_path / "train.csv"
-    train.write_text(
-        "id,review,sentiment\n"
+POSITIVE = ("good", "great", "fine", "lovely", "nice")
+NEGATIVE = ("bad", "awful", "poor", "dull", "boring")
+
+
+def _reviews_csv(path, templates, with_labels=True):
+    """A review CSV (quoted text, a comma inside): one row per template and sentiment word."""
+    rows = [
+        (template.format(word), label)
+        for template in templates
+        for words, label in ((POSITIVE, "good"), (NEGATIVE, "bad"))
+        for word in words
+    ]
+    header = "id,review,sentiment\n" if with_labels else "id,review\n"
+    path.write_text(
+        header
         + "".join(
-            f'{i},"a {words[i % 2]}, {words[i % 2]} film",{words[i % 2]}\n' for i in range(12)
+            f'{i},"{text}"' + (f",{label}" if with_labels else "") + "\n"
+            for i, (text, label) in enumerate(rows)
         ),
         encoding="utf-8",
     )
+    return [text for text, _ in rows], [label for _, label in rows]
+
+
+def _best_model_labels(output_dir, texts, sequence_length):
+    """The argmax of `best.keras` on `texts`, packed here as [CLS] ids [SEP] (truncated)."""
+    tokenizer = AlbertTokenizer(str(output_dir / "tokenizer.model"))
+    ids = [
+        [tokenizer.cls_id, *tokenizer.encode(text)[: sequence_length - 2], tokenizer.sep_id]
+        for text in texts
+    ]
+    token_ids = np.full((len(ids), sequence_length), tokenizer.pad_id, np.int32)
+    padding_mask = np.zeros((len(ids), sequence_length), np.int32)
+    for row, row_ids in enumerate(ids):
+        token_ids[row, : len(row_ids)] = row_ids
+        padding_mask[row, : len(row_ids)] = 1
+    best = keras.models.load_model(output_dir / "best.keras")
+    logits = best.predict(
+        {
+            "token_ids": token_ids,
+            "segment_ids": np.zeros_like(token_ids),
+            "padding_mask": padding_mask,
+        },
+        verbose=0,
+    )
+    return [("bad", "good")[index] for index in np.asarray(logits).argmax(-1)]
+
+
+def test_from_pretraining_output_generic_csv_learns_and_predicts_with_the_best_model(tmp_path):
+    """60 steps on separable reviews (sentiment words in templates) reach eval accuracy
+    >= 0.9 on templates not trained on; both predictions files are the argmax of `best.keras`
+    on the texts packed here, and the summary's accuracy is that of the eval predictions."""
+    pretraining = tmp_path / "pretraining"
+    pretraining.mkdir()
+    keras.utils.set_random_seed(0)
+    # Wider than TINY_30K, which does not learn this within 60 steps.
+    sizes = dict(embedding_dim=32, hidden_dim=64, intermediate_dim=128, num_heads=4)
+    pretrainer = AlbertPretrainer(AlbertBackbone(**{**TINY_30K, **sizes}))
+    pretrainer.save(pretraining / "pretrainer.keras")
+    (pretraining / "run.json").write_text(json.dumps({"sentencepiece_model": ALBERT_MODEL}))
+    train = tmp_path / "train.csv"
+    _reviews_csv(train, ("a {0}, {0} film", "{} acting", "the plot was {}", "{} from start to end"))
+    evaluation = tmp_path / "eval.csv"
+    eval_texts, eval_labels = _reviews_csv(evaluation, ("it was {}", "{0} music, {0} cast"))
     test = tmp_path / "test.csv"
-    test.write_text('id,review\n7,"a good, good film"\n8,"bad"\n', encoding="utf-8")
+    test_texts, _ = _reviews_csv(test, ("truly {}", "{}"), with_labels=False)
     output_dir = tmp_path / "run"
+    sequence_length = 16
     summary = finetune(
         FinetuningOptions(
             task="generic",
             train_data=str(train),
-            eval_data=str(train),
+            eval_data=str(evaluation),
             test_data=str(test),
             output_dir=str(output_dir),
             init_checkpoint=str(pretraining),
             text_columns=("review",),
             label_column="sentiment",
             labels=("bad", "good"),
-            sequence_length=16,
-            train_steps=1,
-            batch_size=4,
+            sequence_length=sequence_length,
+            train_steps=60,
+            epochs=3,
+            batch_size=8,
+            learning_rate=3e-3,
+            dropout=0.0,
+            warmup_steps=4,
             verbose=0,
         )
     )
-    assert summary["num_train_examples"] == 12 and summary["options"]["init_checkpoint"]
+    assert summary["num_train_examples"] == 40 and summary["options"]["init_checkpoint"]
+    assert summary["best"]["accuracy"] >= 0.9, summary["history"]
+
+    eval_rows = _read_predictions(output_dir / "eval_predictions.tsv")
+    assert [row["label"] for row in eval_rows] == eval_labels
+    best_eval = _best_model_labels(output_dir, eval_texts, sequence_length)
+    assert [row["prediction"] for row in eval_rows] == best_eval
+    accuracy = np.mean([p == label for p, label in zip(best_eval, eval_labels, strict=True)])
+    assert summary["best"]["accuracy"] == pytest.approx(accuracy)
+
     rows = _read_predictions(output_dir / "test_predictions.tsv")
-    assert [row["index"] for row in rows] == ["2", "3"]  # no id column chosen: line numbers
-    assert {row["prediction"] for row in rows} <= {"bad", "good"}
+    # No id column chosen: line numbers.
+    assert [row["index"] for row in rows] == [str(i + 2) for i in range(len(test_texts))]
+    best_test = _best_model_labels(output_dir, test_texts, sequence_length)
+    assert [row["prediction"] for row in rows] == best_test
 
 
 def test_cli_runs_the_driver_and_bad_input_names_file_and_line(tmp_path, monkeypatch, capsys):

@@ -314,6 +314,28 @@ def test_dynamic_masking_trains_with_fresh_masks(tmp_path, records):
     x, y, weights = next(iter(stream))
     assert x["mask_positions"].shape == (8, 3)
     assert 0 < float(tf.reduce_sum(weights["mlm_logits"])) <= 24
+
+    def masked_positions_by_record(stream, batches):
+        """{record (its ids with the masked ones restored): [masked positions of each pass]}."""
+        found = {}
+        for x, y, weights in stream.take(batches):
+            for row in range(len(x["token_ids"])):
+                ids = x["token_ids"][row].numpy().copy()
+                real = weights["mlm_logits"][row].numpy() > 0
+                positions = x["mask_positions"][row].numpy()[real]
+                ids[positions] = y["mlm_logits"][row].numpy()[real]
+                found.setdefault(tuple(ids), []).append(frozenset(positions.tolist()))
+        return found
+
+    # 32 records, batches of 8: two passes in 8 batches, each record seen once per pass.
+    static_run = dataclasses.replace(run, max_predictions_per_sequence=MAX_PREDICTIONS)
+    static = make_datasets(static_run, layout_for_options(layout, static_run))
+    in_file = masked_positions_by_record(static, 4)
+    fresh = masked_positions_by_record(stream, 8)
+    assert len(in_file) == len(fresh) == 32 and set(in_file) == set(fresh)
+    assert all(len(passes) == 2 for passes in fresh.values())
+    assert sum(fresh[key][0] != in_file[key][0] for key in fresh) >= 28  # not the file's
+    assert sum(first != second for first, second in fresh.values()) >= 28  # new each pass
     assert pretrain(run)["step"] == 4
 
     mismatched = write_config(tmp_path / "v64.json", vocabulary_size=64)

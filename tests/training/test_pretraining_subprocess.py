@@ -3,6 +3,7 @@ uninterrupted run ends; MirroredStrategy on 2 logical CPUs trains like one devic
 
 import csv
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import keras
 import numpy as np
+import tensorflow as tf
 
 from tests.training.test_pretraining import write_config, write_records
 
@@ -97,14 +99,15 @@ def test_killed_with_sigkill_and_rerun_ends_like_an_uninterrupted_run(tmp_path):
     interrupted = tmp_path / "interrupted"
     command = pretrain_command(tmp_path, interrupted, train_steps)
     process = start(command, output=subprocess.DEVNULL)
-    checkpoint_state = interrupted / "checkpoints" / "checkpoint"
+    log = interrupted / "history.csv"
     deadline = time.monotonic() + TIMEOUT_S
     try:
-        # Kill once at least three checkpoints (steps 4, 8, 12) exist, mid-run.
+        # Kill on a logged step, not on a timer: once step 12 is in history.csv (its checkpoint
+        # is saved before the row is written), 28 steps before the run would end.
         while time.monotonic() < deadline and process.poll() is None:
-            if checkpoint_state.exists() and "ckpt-12" in checkpoint_state.read_text():
+            if log.exists() and any(int(row["step"]) >= 12 for row in history(interrupted)):
                 break
-            time.sleep(0.05)
+            time.sleep(0.02)
         assert process.poll() is None, "the run ended before it could be killed"
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=30)
@@ -113,14 +116,21 @@ def test_killed_with_sigkill_and_rerun_ends_like_an_uninterrupted_run(tmp_path):
             process.kill()
     assert not (interrupted / "summary.json").exists()
     killed_at = len(history(interrupted))
+    checkpoints = tf.train.get_checkpoint_state(str(interrupted / "checkpoints"))
+    last_checkpoint = int(checkpoints.model_checkpoint_path.rsplit("-", 1)[1])
+    assert 12 <= last_checkpoint < train_steps
 
     (rerun_output,) = finish(start(command))
-    assert "resuming from" in rerun_output
+    resumed = re.findall(r"resuming from \S+ \(step (\d+)\)", rerun_output)
+    assert len(resumed) == 1, rerun_output[-4000:]
+    resume_step = int(resumed[0])
+    assert resume_step == last_checkpoint
     finish(reference_process)
     rows = history(interrupted)
     steps = [int(row["step"]) for row in rows]
-    # history.csv is appended: the rows before the kill, then the rerun's from its checkpoint.
-    assert steps[-1] == train_steps and len(rows) > killed_at
+    # history.csv is appended: the rows before the kill, then the rerun's from its checkpoint,
+    # the first one `--log-every-steps` (4) steps after the resume step, then every 4.
+    assert steps[killed_at:] == list(range(resume_step + 4, train_steps + 1, 4))
     for expected, actual in zip(final_weights(reference), final_weights(interrupted), strict=True):
         np.testing.assert_array_equal(actual, expected)
     # The rerun's logged losses are the reference's at the same steps.
@@ -130,14 +140,17 @@ def test_killed_with_sigkill_and_rerun_ends_like_an_uninterrupted_run(tmp_path):
 
 
 def test_mirrored_on_two_logical_cpus_equals_one_device(tmp_path):
-    """Same global batch split over two replicas. Every record has all its predictions real,
-    so each replica's MLM normalizer is half the global one and the per-replica losses average
-    to the global loss. In float32 the replicas' partial sums round differently and LAMB (which
+    """Same global batch split over two replicas. With every prediction real, each replica's
+    MLM normalizer is half the global one; with a varied number of real predictions per
+    record (1 to 4), the replicas' halves hold different counts, so a per-replica normalizer
+    would weight them wrongly: the loss must be normalized by the global count. In float32
+    the replicas' partial sums round differently and LAMB (which
     divides by sqrt(v) and by tensor norms) carries that on: after 16 steps the weights agree
     to ~1e-5 and the logged losses to ~1e-6, not bit for bit."""
     for i in range(2):
         write_records(
-            tmp_path / f"train-{i}.tfrecord", 40, seed=i, num_real_predictions=4
+            tmp_path / f"train-{i}.tfrecord", 40, seed=i,
+            num_real_predictions=4,
         )  # fmt: skip
     train_steps = 16
     one = tmp_path / "one"
@@ -159,3 +172,51 @@ def test_mirrored_on_two_logical_cpus_equals_one_device(tmp_path):
     ]
     assert max(differences) <= 1e-4, differences
     assert float(one_rows[-1]["loss"]) < float(one_rows[0]["loss"])  # it trained
+
+
+# The MLM loss of one global batch under MirroredStrategy on 2 logical CPUs, in float64.
+MIRRORED_MLM_LOSS = """
+import sys
+import numpy as np
+import tensorflow as tf
+(cpu,) = tf.config.list_physical_devices("CPU")
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+from keras_albert.training.losses import MaskedLMLoss
+data = np.load(sys.argv[1])
+strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+loss = MaskedLMLoss(dtype="float64")
+def shard(context):
+    start = context.replica_id_in_sync_group * 4
+    return [tf.constant(data[name][start : start + 4]) for name in ("labels", "logits", "weights")]
+per_replica = strategy.experimental_distribute_values_from_function(shard)
+values = strategy.run(lambda labels, logits, weights: loss(labels, logits, weights), per_replica)
+total = strategy.reduce(tf.distribute.ReduceOp.SUM, values, axis=None)
+np.save(sys.argv[2], total.numpy())
+"""
+
+
+def test_mirrored_mlm_loss_normalizes_each_replica_by_its_own_real_predictions(tmp_path):
+    """With 1 to 4 real predictions per example, the replicas' halves of a global batch of 8
+    hold different counts: the summed replica losses (what the gradient follows) are the mean
+    over replicas of each one's weighted NLL over its own weight sum, as the original did per
+    TPU core (see `MaskedLMLoss`), which here differs from the global normalizer."""
+    rng = np.random.default_rng(0)
+    counts = np.array([1, 1, 1, 2, 4, 4, 3, 4])  # replica 0: 5 real predictions, replica 1: 15
+    weights = (np.arange(4)[None, :] < counts[:, None]).astype(np.float64)
+    logits = rng.standard_normal((8, 4, 16)) * 3.0
+    labels = rng.integers(0, 16, (8, 4))
+    np.savez(tmp_path / "batch.npz", labels=labels, logits=logits, weights=weights)
+    script = [sys.executable, "-c", MIRRORED_MLM_LOSS, str(tmp_path / "batch.npz")]
+    finish(start([*script, str(tmp_path / "loss.npy")]))
+    mirrored = float(np.load(tmp_path / "loss.npy"))
+
+    shifted = logits - logits.max(-1, keepdims=True)
+    log_probs = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+    nll = -np.take_along_axis(log_probs, labels[..., None], -1)[..., 0]
+    per_replica = [
+        (weights[half] * nll[half]).sum() / (weights[half].sum() + 1e-5)
+        for half in (slice(0, 4), slice(4, 8))
+    ]
+    global_loss = (weights * nll).sum() / (weights.sum() + 1e-5)
+    np.testing.assert_allclose(mirrored, np.mean(per_replica), rtol=1e-12)
+    assert abs(np.mean(per_replica) - global_loss) > 1e-2  # the case is exercised
