@@ -1,17 +1,23 @@
-"""Smoke test of the README's main command (the quick variant of the whole job, twice), and
-the flags of `tools/main.py` (one per field of `MainJobOptions`, defaults written once)."""
+"""Smoke test of the README's main command (the quick variant of the whole job, run once for
+the module and its files checked by several tests), `--force` and a rerun on copies of it,
+and the flags of `tools/main.py` (one per field of `MainJobOptions`, defaults written once)."""
 
+import csv
 import importlib.util
 import json
 import os
 import pathlib
+import re
+import shutil
 import subprocess
 import sys
+import types
 
 import numpy as np
 import pytest
 import tensorflow as tf
-from main_job import MainJobOptions, run_steps
+from main_job import STEPS, MainJobOptions, run_steps
+from main_job.steps import PROBE_SENTENCES
 
 from tests.tool_flags import check_tool_flags
 
@@ -51,12 +57,27 @@ def best_model_probabilities(work_dir, texts):
     return softmax(logits, axis=-1)
 
 
-def test_quick_main_job_runs_every_step_and_reruns_without_redoing_them(tmp_path):
-    work_dir, saved = tmp_path / "work", tmp_path / "saved_models"
-    arguments = ("--output-dir", str(work_dir), "--saved-models-dir", str(saved))
-    first = run_main(*arguments)
-    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    """The quick main job, run once for the module's checks; tests that change its files
+    work on a copy (`copy_of`)."""
+    root = tmp_path_factory.mktemp("main_job")
+    work_dir, saved = root / "work", root / "saved_models"
+    completed = run_main("--output-dir", str(work_dir), "--saved-models-dir", str(saved))
+    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
+    return types.SimpleNamespace(
+        work_dir=work_dir, saved=saved, stdout=completed.stdout, stderr=completed.stderr
+    )
 
+
+def copy_of(quick_run, tmp_path) -> pathlib.Path:
+    work_dir = tmp_path / "work"
+    shutil.copytree(quick_run.work_dir, work_dir)
+    return work_dir
+
+
+def test_quick_main_job_exports_and_serves_the_model_it_fine_tuned(quick_run):
+    work_dir, saved = quick_run.work_dir, quick_run.saved
     summary = json.loads((work_dir / "summary.json").read_text())
     export = pathlib.Path(summary["export_path"])
     assert export == saved / "albert_sst2_quick" / "1"
@@ -67,28 +88,111 @@ def test_quick_main_job_runs_every_step_and_reruns_without_redoing_them(tmp_path
     # (Keras itself may be imported there: tensorflow_text imports it.)
     served = json.loads((work_dir / "steps" / "serving.json").read_text())
     assert served["keras_albert_imported"] is False
-    assert len(served["predictions"]) == 5
-    for prediction in served["predictions"]:
-        assert abs(sum(prediction["probabilities"]) - 1) < 1e-3
-        assert (
-            prediction["label"] == max((p, i) for i, p in enumerate(prediction["probabilities"]))[1]
-        )
-    # The served probabilities are `best.keras`'s on the same sentences: within 1e-5 through
-    # the export loaded here, and as the probe prints them (rounded to 4 decimals).
-    texts = [prediction["text"] for prediction in served["predictions"]]
-    expected = best_model_probabilities(work_dir, texts)
-    signature = tf.saved_model.load(str(export)).signatures["serving_default"]
-    exported = signature(text=tf.constant(texts))["probabilities"].numpy()
-    np.testing.assert_allclose(exported, expected, atol=1e-5, rtol=0)
+    assert [p["text"] for p in served["predictions"]] == list(PROBE_SENTENCES)
+    # The served probabilities, as the probe prints them (full float32), are `best.keras`'s
+    # on the same sentences, and so are those of the export loaded here.
+    expected = best_model_probabilities(work_dir, PROBE_SENTENCES)
     probed = np.array([prediction["probabilities"] for prediction in served["predictions"]])
-    np.testing.assert_allclose(probed, expected, atol=5e-5 + 1e-6, rtol=0)
-    assert (work_dir / "curves.png").stat().st_size > 10_000
+    np.testing.assert_allclose(probed, expected, atol=1e-5, rtol=0)
+    signature = tf.saved_model.load(str(export)).signatures["serving_default"]
+    exported = signature(text=tf.constant(PROBE_SENTENCES))["probabilities"].numpy()
+    np.testing.assert_allclose(exported, expected, atol=1e-5, rtol=0)
+    # Labels are the argmax, named with the class names the job exported.
+    for prediction, row in zip(served["predictions"], expected, strict=True):
+        assert prediction["label"] == int(np.argmax(row))
+        assert prediction["class"] == ("negative", "positive")[prediction["label"]]
 
-    second = run_main(*arguments)
-    assert second.returncode == 0, second.stderr[-3000:]
-    for step in ("tokenizer", "pretraining_data", "pretraining", "finetuning", "export"):
-        assert f"{step}: done before, skipped" in second.stdout
-    assert sorted(p.name for p in (saved / "albert_sst2_quick").iterdir()) == ["1"]
+
+def test_quick_summary_has_both_fine_tunings_and_the_pretraining_held_out_metrics(quick_run):
+    work_dir = quick_run.work_dir
+    summary = json.loads((work_dir / "summary.json").read_text())
+    held_out = summary["pretraining_held_out"]
+    pretraining = json.loads((work_dir / "pretraining" / "model" / "summary.json").read_text())
+    assert held_out == pretraining["eval"]
+    assert set(held_out) >= {"mlm_accuracy", "sop_accuracy"}
+    # Both SST-2 runs, with the same budget; only the from-pretraining one loads a checkpoint.
+    runs = {
+        name: json.loads((work_dir / "finetuning" / directory / "summary.json").read_text())
+        for name, directory in (("pretrained", "sst2"), ("from_scratch", "sst2_from_scratch"))
+    }
+    for name, run in runs.items():
+        assert summary["sst2_dev"][name] == run["best"]
+    options = {name: dict(run["options"]) for name, run in runs.items()}
+    assert options["pretrained"].pop("init_checkpoint") == str(work_dir / "pretraining" / "model")
+    assert options["from_scratch"].pop("init_checkpoint") is None
+    assert options["from_scratch"].pop("config").endswith("albert_config.json")
+    assert options["pretrained"].pop("config") is None
+    for name in options:
+        options[name].pop("output_dir")
+    assert options["pretrained"] == options["from_scratch"]
+    gain = runs["pretrained"]["best"]["accuracy"] - runs["from_scratch"]["best"]["accuracy"]
+    assert summary["sst2_dev_accuracy_gain"] == pytest.approx(gain, abs=1e-12)
+    # ... and printed for a reader, rounded.
+    assert f"gain {100 * gain:+.1f} points" in quick_run.stdout
+    assert f"SOP accuracy {held_out['sop_accuracy']:.3f}" in quick_run.stdout
+    # The curves are a readable PNG with something drawn on it.
+    import matplotlib.image
+
+    image = matplotlib.image.imread(work_dir / "curves.png")
+    assert image.ndim == 3 and image.shape[1] > 3 * image.shape[0]  # four panels side by side
+    assert image[..., :3].std() > 0.05
+
+
+def test_quick_output_has_no_start_up_noise_and_no_trainer_dump(quick_run):
+    output = quick_run.stdout + quick_run.stderr
+    lines = output.replace("\r", "\n").splitlines()
+    noisy = [line for line in lines if re.match(r"[EWI]0000 ", line)]
+    assert not noisy, noisy[:5]
+    for marker in ("trainer_interface.cc", "trainer_spec {", "normalizer_spec {", "Traceback"):
+        assert marker not in output, marker
+    # Numbers for a reader are rounded: no 16-digit floats in the printed summary.
+    printed_summary = quick_run.stdout.split("== keras_albert main job: summary")[1]
+    assert not re.search(r"\d\.\d{6,}", printed_summary), printed_summary
+
+
+@pytest.mark.xfail(
+    strict=False,
+    reason="the progress lines with a time estimate come from the pretraining and fine-tuning "
+    "drivers' progress rewrite (training/progress.py, other branches); green once merged",
+)
+def test_quick_progress_lines_carry_a_time_estimate(quick_run):
+    output = quick_run.stdout.replace("\r", "\n")
+    sections = dict(
+        pretraining=output.split("pretraining ...", 1)[-1].split("] pretraining:", 1)[0],
+        finetuning=output.split("] finetuning ...", 1)[-1].split("] finetuning:", 1)[0],
+    )
+    for name, section in sections.items():
+        estimates = [line for line in section.splitlines() if re.search(r"\b(left|ETA)\b", line)]
+        assert estimates, f"no progress line with a time estimate in {name}:\n{section[-2000:]}"
+        assert not re.search(r"\bEpoch \d+/\d+", section), name  # log intervals are not epochs
+
+
+def test_rerun_skips_every_finished_step(quick_run, tmp_path):
+    work_dir = copy_of(quick_run, tmp_path)
+    rerun = run_main("--output-dir", str(work_dir), "--saved-models-dir", str(quick_run.saved))
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    for step in STEPS:
+        assert f"{step}: done before, skipped" in rerun.stdout
+    assert sorted(p.name for p in (quick_run.saved / "albert_sst2_quick").iterdir()) == ["1"]
+
+
+def test_force_after_a_finished_run_retrains_pretraining_from_step_0(quick_run, tmp_path):
+    work_dir = copy_of(quick_run, tmp_path)
+    finished = json.loads((work_dir / "steps" / "pretraining.json").read_text())
+    assert finished["summary"]["step"] == MainJobOptions.quick().pretrain_train_steps
+    # A smaller budget than the finished run's 60 steps: resuming would restore step 60 and
+    # train nothing; redoing trains exactly the budget.
+    options = MainJobOptions.quick(
+        output_dir=str(work_dir), force=True, pretrain_train_steps=20, pretrain_evaluations=1
+    )
+    results = run_steps(options, ("tokenizer", "pretraining_data", "pretraining"))
+    summary = results["pretraining"]["summary"]
+    assert summary["resumed_from_step"] is None
+    assert summary["step"] == summary["trained_steps_this_run"] == 20
+    with open(work_dir / "pretraining" / "model" / "history.csv", encoding="utf-8") as f:
+        steps = [int(float(row["step"])) for row in csv.DictReader(f)]
+    assert steps == [10, 20]  # the new run's rows only
+    assert json.loads((work_dir / "steps" / "pretraining.json").read_text())["summary"] == summary
 
 
 def test_bad_step_names_and_evaluation_counts_are_refused(tmp_path):
@@ -139,3 +243,43 @@ def test_bad_model_fields_are_refused_naming_the_value():
         parse_model("num_layers")
     with pytest.raises(ValueError, match="three"):
         parse_model("num_layers=three")
+
+
+PROBE = REPO_ROOT / "tools" / "probe_saved_model.py"
+
+
+def test_the_probe_tool_classifies_with_class_names_and_full_precision(quick_run):
+    export = quick_run.saved / "albert_sst2_quick" / "1"
+    texts = ["a gorgeous , witty , seductive movie .", "a sour little movie at its core ."]
+    # -I: isolated from PYTHONPATH and the script's folder, as a user's deployment would be.
+    completed = subprocess.run(
+        [sys.executable, "-I", str(PROBE), str(export), *texts, "--repeats", "0"],
+        capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert completed.stderr == ""  # TensorFlow's start-up lines hidden
+    result = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert result["keras_albert_imported"] is False
+    assert result["latency_ms_batch_1"] is None  # --repeats 0
+    probabilities = np.array([p["probabilities"] for p in result["predictions"]])
+    np.testing.assert_allclose(
+        probabilities, best_model_probabilities(quick_run.work_dir, texts), atol=1e-5, rtol=0
+    )
+    # Full float32 precision, not rounded for display: float32 values printed exactly.
+    assert probabilities.tolist() == probabilities.astype(np.float32).astype(float).tolist()
+    assert any(len(repr(p)) > 8 for p in probabilities.ravel())
+    assert [p["class"] for p in result["predictions"]] == [
+        ("negative", "positive")[int(np.argmax(row))] for row in probabilities
+    ]
+
+
+def test_the_probe_tool_says_in_one_line_when_there_is_no_export(tmp_path):
+    completed = subprocess.run(
+        [sys.executable, "-I", str(PROBE), str(tmp_path / "missing"), "a text"],
+        capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+    assert completed.returncode == 1
+    assert completed.stderr.splitlines() == [
+        f"error: no SavedModel at {tmp_path / 'missing'} (no saved_model.pb)"
+    ]
+    assert completed.stdout == ""

@@ -1,6 +1,8 @@
-"""The main job's curves: pretraining and fine-tuning histories as one PNG."""
+"""The main job's curves as one PNG: pretraining (losses; held-out MLM and SOP accuracy vs
+steps) beside SST-2 fine-tuning from the pretraining checkpoint and from scratch."""
 
 import csv
+import json
 import os
 
 from main_job.options import MainJobOptions
@@ -11,6 +13,25 @@ def _read_history(path: str) -> list[dict]:
         return []
     with open(path, encoding="utf-8") as f:
         return list(csv.DictReader(f))
+
+
+def _finetuning_history(directory: str) -> list[dict]:
+    """The run's history rows with a `step` column (rows are per evaluation, `epoch` 0-based)."""
+    rows = _read_history(os.path.join(directory, "history.csv"))
+    summary_path = os.path.join(directory, "summary.json")
+    steps_per_epoch = 1
+    if os.path.exists(summary_path):
+        with open(summary_path, encoding="utf-8") as f:
+            steps_per_epoch = json.load(f).get("steps_per_epoch") or 1
+    return [{**row, "step": (int(row["epoch"]) + 1) * steps_per_epoch} for row in rows]
+
+
+def _points(rows: list[dict], x_name: str, y_name: str) -> list[tuple[float, float]]:
+    return [
+        (float(row[x_name]), float(row[y_name]))
+        for row in rows
+        if row.get(y_name) not in (None, "", "NA")  # NA: no evaluation then
+    ]
 
 
 def plot_curves(options: MainJobOptions, reference_lines: tuple = ()) -> str:
@@ -24,32 +45,57 @@ def plot_curves(options: MainJobOptions, reference_lines: tuple = ()) -> str:
     import matplotlib.pyplot as plt
 
     pretraining = _read_history(options.path("pretraining", "model", "history.csv"))
-    finetuning = _read_history(options.path("finetuning", "sst2", "history.csv"))
+    finetuning = {
+        "from pretraining": _finetuning_history(options.finetuning_dir(from_scratch=False)),
+        "from scratch": _finetuning_history(options.finetuning_dir(from_scratch=True)),
+    }
+    # (title, [(label, rows, column, style)], reference lines)
     panels = [
-        (pretraining, "step", ("mlm_loss", "sop_loss"), "pretraining losses"),
-        (pretraining, "step", ("mlm_accuracy", "sop_accuracy"), "pretraining accuracy"),
-        (finetuning, "epoch", ("loss", "accuracy"), "SST-2 fine-tuning"),
+        (
+            "pretraining losses",
+            [
+                (f"{prefix}{name}", pretraining, f"{column_prefix}{name}", style)
+                for name in ("mlm_loss", "sop_loss")
+                for prefix, column_prefix, style in (
+                    ("train ", "", ".-"),
+                    ("held-out ", "val_", "o--"),
+                )
+            ],
+            (),
+        ),
+        (
+            "pretraining, held-out accuracy",
+            [
+                ("held-out MLM accuracy", pretraining, "val_mlm_accuracy", "o-"),
+                ("held-out SOP accuracy", pretraining, "val_sop_accuracy", "s-"),
+            ],
+            reference_lines,
+        ),
+        (
+            "SST-2 dev accuracy",
+            [(name, rows, "val_accuracy", "o-") for name, rows in finetuning.items()],
+            (),
+        ),
+        (
+            "SST-2 training loss",
+            [(name, rows, "loss", "o-") for name, rows in finetuning.items()],
+            (),
+        ),
     ]
-    panels = [panel for panel in panels if panel[0]] or panels[:1]  # steps not run: no panel
-    figure, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4), squeeze=False)
-    for axis, (rows, x_name, names, title) in zip(axes[0], panels, strict=True):
-        for name in names:
-            for prefix, style in (("", ".-"), ("val_", "o--")):
-                points = [
-                    (float(row[x_name]), float(row[prefix + name]))
-                    for row in rows
-                    if row.get(prefix + name) not in (None, "", "NA")  # NA: no evaluation then
-                ]
-                if points:
-                    label = ("held-out " if prefix else "train ") + name
-                    axis.plot(*zip(*points, strict=True), style, label=label)
-        if title == "pretraining accuracy":
-            for value, label in reference_lines:
-                axis.axhline(value, ls=":", color="gray", label=label)
+    figure, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels), 4), squeeze=False)
+    for axis, (title, curves, references) in zip(axes[0], panels, strict=True):
+        for label, rows, column, style in curves:
+            points = _points(rows, "step", column)
+            if points:
+                axis.plot(*zip(*points, strict=True), style, label=label)
+        for value, label in references:
+            axis.axhline(value, ls=":", color="gray", label=label)
         axis.set_title(title)
-        axis.set_xlabel(x_name)
+        axis.set_xlabel("step")
         if axis.get_legend_handles_labels()[0]:
             axis.legend(fontsize=7)
+        else:  # the step has not run (yet)
+            axis.text(0.5, 0.5, "not run", ha="center", va="center", transform=axis.transAxes)
     figure.tight_layout()
     path = options.path("curves.png")
     figure.savefig(path, dpi=100)

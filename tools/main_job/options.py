@@ -62,7 +62,11 @@ class MainJobOptions:
         finetune_train_steps: optimizer steps of the SST-2 fine-tuning run.
         finetune_batch_size: fine-tuning batch size.
         finetune_learning_rate: fine-tuning peak learning rate.
-        force: redo finished steps (the export then becomes a new version).
+        finetune_from_scratch_learning_rate: the from-scratch run's peak learning rate (None:
+            `finetune_learning_rate`); both runs otherwise share every setting.
+        finetune_evaluations: dev-set evaluations over each fine-tuning run (its curve's points).
+        force: redo every step, pretraining included (from step 0; the export then becomes a
+            new version: versions are never overwritten).
         seed: the seed of every step.
     """
 
@@ -97,6 +101,8 @@ class MainJobOptions:
     finetune_train_steps: int = 1500
     finetune_batch_size: int = 32
     finetune_learning_rate: float = 1e-4
+    finetune_from_scratch_learning_rate: float | None = None
+    finetune_evaluations: int = 5
     force: bool = False
     seed: int = 0
 
@@ -123,14 +129,20 @@ class MainJobOptions:
             finetune_sequence_length=32,
             finetune_train_steps=60,
             finetune_batch_size=16,
+            finetune_evaluations=2,
         )
         return cls(**{**quick, **changes})
 
     def __post_init__(self):
         require_positive_int("pretrain_evaluations", self.pretrain_evaluations)
+        require_positive_int("finetune_evaluations", self.finetune_evaluations)
 
     def path(self, *parts: str) -> str:
         return os.path.join(self.output_dir, *parts)
+
+    def finetuning_dir(self, from_scratch: bool) -> str:
+        """The SST-2 run from the pretraining checkpoint, or the one from scratch."""
+        return self.path("finetuning", "sst2_from_scratch" if from_scratch else "sst2")
 
     def albert_config(self) -> AlbertConfig:
         return AlbertConfig(

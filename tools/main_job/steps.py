@@ -1,25 +1,31 @@
 """The main job's steps, end to end on data that ships with the repository.
 
 raw Austen novels → SentencePiece model → SOP + n-gram-masked TFRecords → small ALBERT
-pretrained with LAMB → fine-tuned on SST-2 → exported for TF Serving → loaded as the server
-would (TF1 session loader, in a fresh process without keras_albert) → summary and curves.
+pretrained with LAMB → fine-tuned on SST-2 from that checkpoint, and the same architecture
+from scratch with the same budget (the gain is pretraining's) → the pretrained one exported
+for TF Serving → loaded as the server would (`tools/probe_saved_model.py`: TF1 session
+loader, in a fresh process without keras_albert) → summary and curves.
 
 Each step writes its result under `output_dir`; a rerun skips the finished steps (pretraining
-also resumes an interrupted run) unless `force=True`, and an export never overwrites an
-existing version: a forced rerun writes the next version.
+also resumes an interrupted run) unless `force=True`, which redoes every step (pretraining
+from step 0, in its cleared run directory); an export never overwrites an existing version: a
+forced rerun writes the next version.
 """
 
 import glob
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import time
 
-from main_job import session_probe
 from main_job.curves import plot_curves
-from main_job.options import MainJobOptions
+from main_job.options import REPOSITORY, MainJobOptions
+
+# The user-facing export probe (tools/probe_saved_model.py), run in a fresh process.
+PROBE = os.path.join(REPOSITORY, "tools", "probe_saved_model.py")
 
 PROBE_SENTENCES = (
     "a gorgeous , witty , seductive movie .",
@@ -38,7 +44,15 @@ def run_main_job(options: MainJobOptions) -> dict:
     return summary
 
 
-STEPS = ("tokenizer", "pretraining_data", "pretraining", "finetuning", "export", "serving")
+STEPS = (
+    "tokenizer",
+    "pretraining_data",
+    "pretraining",
+    "finetuning",
+    "finetuning_from_scratch",
+    "export",
+    "serving",
+)
 
 
 def run_steps(options: MainJobOptions, names: tuple[str, ...]) -> dict:
@@ -63,7 +77,8 @@ def _steps(options: MainJobOptions, train_files: list[str], held_out_files: list
         ("tokenizer", lambda: _train_tokenizer(options, train_files)),
         ("pretraining_data", lambda: _pretraining_data(options, train_files, held_out_files)),
         ("pretraining", lambda: _pretrain(options)),
-        ("finetuning", lambda: _finetune(options)),
+        ("finetuning", lambda: _finetune(options, from_scratch=False)),
+        ("finetuning_from_scratch", lambda: _finetune(options, from_scratch=True)),
         ("export", lambda: _export(options)),
         ("serving", lambda: _serve(options)),
     ]
@@ -152,6 +167,8 @@ def _pretrain(options: MainJobOptions) -> dict:
     from keras_albert.training.pretraining import pretrain
 
     run_options = pretraining_options(options)
+    if options.force:  # redo, not resume: the finished run's checkpoints would be restored
+        shutil.rmtree(run_options.output_dir, ignore_errors=True)
     os.makedirs(os.path.dirname(run_options.config), exist_ok=True)
     options.albert_config().to_json(run_options.config)
     summary = pretrain(run_options)
@@ -186,30 +203,43 @@ def pretraining_options(options: MainJobOptions):
     )
 
 
-def _finetune(options: MainJobOptions) -> dict:
+def _finetune(options: MainJobOptions, from_scratch: bool) -> dict:
+    """SST-2 from the pretraining checkpoint, or the same architecture from random weights."""
     from keras_albert.training.finetuning import FinetuningOptions, finetune
 
     train_file = options.path("finetuning", "sst2_train_sample.tsv")
     os.makedirs(os.path.dirname(train_file), exist_ok=True)
     _sample_tsv(options.finetune_train_data, train_file, options.finetune_examples, options.seed)
+    output_dir = options.finetuning_dir(from_scratch)
+    if options.force:
+        shutil.rmtree(output_dir, ignore_errors=True)
+    learning_rate = options.finetune_learning_rate
+    if from_scratch and options.finetune_from_scratch_learning_rate is not None:
+        learning_rate = options.finetune_from_scratch_learning_rate
+    start = (
+        {"config": pretraining_options(options).config}
+        if from_scratch
+        else {"init_checkpoint": options.path("pretraining", "model")}
+    )
     summary = finetune(
         FinetuningOptions(
             task="SST-2",
             train_data=train_file,
             eval_data=options.finetune_eval_data,
-            output_dir=options.path("finetuning", "sst2"),
-            init_checkpoint=options.path("pretraining", "model"),
+            output_dir=output_dir,
             sentencepiece_model=_tokenizer_path(options),
             sequence_length=options.finetune_sequence_length,
-            learning_rate=options.finetune_learning_rate,
+            learning_rate=learning_rate,
             batch_size=options.finetune_batch_size,
             train_steps=options.finetune_train_steps,
             warmup_steps=max(options.finetune_train_steps // 10, 1),
+            epochs=options.finetune_evaluations,
             seed=options.seed,
             verbose=2,
+            **start,
         )
     )
-    return {"output_dir": options.path("finetuning", "sst2"), "summary": summary}
+    return {"output_dir": output_dir, "summary": summary}
 
 
 def _sample_tsv(source: str, destination: str, count: int, seed: int) -> None:
@@ -229,7 +259,7 @@ def _export(options: MainJobOptions) -> dict:
     from keras_albert.text.tokenizer import AlbertTokenizer
 
     classifier = keras.models.load_model(
-        options.path("finetuning", "sst2", "best.keras"), compile=False
+        os.path.join(options.finetuning_dir(from_scratch=False), "best.keras"), compile=False
     )
     path = export_for_serving(
         classifier,
@@ -246,7 +276,7 @@ def _serve(options: MainJobOptions) -> dict:
     export_path = _read_result(options, "export")["path"]
     # -I: isolated, so neither keras_albert nor the script's folder is importable there.
     completed = subprocess.run(
-        [sys.executable, "-I", session_probe.__file__, export_path, *PROBE_SENTENCES],
+        [sys.executable, "-I", PROBE, export_path, *PROBE_SENTENCES],
         capture_output=True,
         text=True,
         check=False,
@@ -264,12 +294,13 @@ def _read_result(options: MainJobOptions, name: str) -> dict:
 
 
 def _summary(options: MainJobOptions, results: dict, seconds: float) -> dict:
-    pretraining = results["pretraining"]["summary"]
-    finetuning = results["finetuning"]["summary"]
+    pretrained = results["finetuning"]["summary"].get("best") or {}
+    from_scratch = results["finetuning_from_scratch"]["summary"].get("best") or {}
     serving = results["serving"]
     summary = {
-        "pretraining_held_out": pretraining.get("eval"),
-        "sst2_dev": finetuning.get("best"),
+        "pretraining_held_out": results["pretraining"]["summary"].get("eval"),
+        "sst2_dev": {"pretrained": pretrained, "from_scratch": from_scratch},
+        "sst2_dev_accuracy_gain": _gain(pretrained, from_scratch, "accuracy"),
         "export_path": results["export"]["path"],
         "serving_latency_ms_batch_1": serving["latency_ms_batch_1"],
         "served_predictions": serving["predictions"],
@@ -280,5 +311,46 @@ def _summary(options: MainJobOptions, results: dict, seconds: float) -> dict:
     with open(options.path("summary.json"), "w", encoding="utf-8") as f:
         json.dump(summary, f, indent=2)
     print("\n== keras_albert main job: summary")
-    print(json.dumps(summary, indent=2))
+    print(summary_text(summary))
     return summary
+
+
+def _gain(pretrained: dict, from_scratch: dict, metric: str) -> float | None:
+    if metric not in pretrained or metric not in from_scratch:
+        return None
+    return pretrained[metric] - from_scratch[metric]
+
+
+def summary_text(summary: dict) -> str:
+    """The summary for a reader: numbers rounded to what they can tell, class names."""
+    held_out = summary["pretraining_held_out"] or {}
+    pretrained, from_scratch = (
+        summary["sst2_dev"]["pretrained"],
+        summary["sst2_dev"]["from_scratch"],
+    )
+    gain = summary["sst2_dev_accuracy_gain"]
+    lines = [
+        f"pretraining, held out: MLM accuracy {_round(held_out.get('mlm_accuracy'))}, "
+        f"SOP accuracy {_round(held_out.get('sop_accuracy'))}",
+        f"SST-2 dev accuracy: pretrained {_round(pretrained.get('accuracy'))}, from scratch "
+        f"{_round(from_scratch.get('accuracy'))}, gain "
+        + ("n/a" if gain is None else f"{100 * gain:+.1f} points"),
+        f"export: {summary['export_path']}",
+        f"served (batch-1 latency {summary['serving_latency_ms_batch_1']:.1f} ms):",
+    ]
+    for prediction in summary["served_predictions"]:
+        name = prediction.get("class", prediction["label"])
+        probability = prediction["probabilities"][prediction["label"]]
+        lines.append(f"  {name} ({probability:.2f})  {prediction['text']}")
+    steps = ", ".join(
+        f"{name} {seconds:.0f} s" for name, seconds in summary["step_seconds"].items()
+    )
+    lines += [
+        f"steps: {steps}; this run {summary['total_seconds_this_run'] / 60:.1f} min",
+        f"curves: {summary['curves']}",
+    ]
+    return "\n".join(lines)
+
+
+def _round(value) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
