@@ -18,6 +18,7 @@ import tensorflow as tf  # noqa: E402
 import torch  # noqa: E402
 import transformers  # noqa: E402
 from interleaved import interleaved_rates, report  # noqa: E402 (benchmarks/interleaved.py)
+from results import default_path, write_results  # noqa: E402 (benchmarks/results.py)
 
 from keras_albert import AlbertBackbone  # noqa: E402
 
@@ -72,6 +73,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--steps-per-round", type=int, default=5)
     parser.add_argument("--jit-compile", action="store_true", help="XLA for both Keras models")
+    parser.add_argument(
+        "--results-json", default=default_path(__file__), help="where the raw results go"
+    )
     args = parser.parse_args()
 
     torch.set_num_threads(os.cpu_count())
@@ -82,8 +86,14 @@ def main() -> None:
         f"{os.cpu_count()} CPU threads, jit_compile={args.jit_compile}, {args.rounds} rounds"
     )
     medians = report(rates)
-    for name in ("keras_hub", "hf_torch"):
-        print(f"  keras_albert / {name}: {medians['keras_albert'] / medians[name]:.2f}x")
+    ratios = {name: medians["keras_albert"] / medians[name] for name in ("keras_hub", "hf_torch")}
+    for name, ratio in ratios.items():
+        print(f"  keras_albert / {name}: {ratio:.2f}x")
+    write_results(
+        args.results_json,
+        {"options": vars(args), "sequences_per_second": rates, "medians": medians,
+         "keras_albert_over": ratios},
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -10,21 +10,14 @@ docs/pretraining_data.md.
 """
 
 import argparse
-import functools
 import os
-import sys
 import tempfile
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
+# The corpus, SentencePiece model and tokenizer of the throughput benchmark, beside this file.
+from pretraining_data_throughput import AUSTEN, load_tokenizer
+from results import default_path, write_results
 
-from keras_albert.text.pretraining import (  # noqa: E402
-    PretrainingDataConfig,
-    create_pretraining_data,
-)
-
-AUSTEN = os.path.join(REPO, "data", "corpus", "janeaustenr")
-SPM_MODEL = os.path.join(REPO, "tests", "data", "30k-clean.model")
+from keras_albert.text.pretraining import PretrainingDataConfig, create_pretraining_data
 
 
 def main():
@@ -32,10 +25,11 @@ def main():
     parser.add_argument("--short-seq-draw", default="document", choices=["document", "chunk"])
     parser.add_argument("--sequence-length", type=int, default=128)
     parser.add_argument("--dupe-factor", type=int, default=2)
+    parser.add_argument(
+        "--results-json", default=default_path(__file__), help="where the raw results go"
+    )
     args = parser.parse_args()
-    from keras_albert.text.tokenizer import AlbertTokenizer
-
-    tokenizer = functools.partial(AlbertTokenizer, proto=SPM_MODEL, lowercase=True)
+    tokenizer = load_tokenizer()
     config = PretrainingDataConfig(
         sequence_length=args.sequence_length,
         dupe_factor=args.dupe_factor,
@@ -61,6 +55,18 @@ def main():
     print(f"SOP label 1:           {summary.sentence_order_balance:.2%}")
     print(f"under 64 tokens:       {sum(n < 64 for n in lengths) / len(lengths):.2%}")
     print(f"mean length (tokens):  {sum(lengths) / len(lengths):.1f}")
+    write_results(
+        args.results_json,
+        {
+            "options": vars(args),
+            "instances": summary.num_examples,
+            "mask_rate": summary.mask_rate,
+            "span_length_counts": {str(n): count for n, count in sorted(spans.items())},
+            "sentence_order_balance": summary.sentence_order_balance,
+            "under_64_tokens": sum(n < 64 for n in lengths) / len(lengths),
+            "mean_length": sum(lengths) / len(lengths),
+        },
+    )
 
 
 if __name__ == "__main__":

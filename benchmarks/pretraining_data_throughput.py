@@ -21,6 +21,8 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
+from results import default_path, write_results  # noqa: E402 (benchmarks/results.py)
+
 from keras_albert.text.pretraining import (  # noqa: E402
     PretrainingDataConfig,
     create_pretraining_data,
@@ -42,6 +44,9 @@ def main():
     parser.add_argument("--lengths", type=int, nargs="+", default=[128, 512])
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--start_method", default="spawn", choices=["spawn", "fork", "forkserver"])
+    parser.add_argument(
+        "--results-json", default=default_path(__file__), help="where the raw results go"
+    )
     args = parser.parse_args()
     tokenizer = load_tokenizer()
     import tensorflow  # noqa: F401  (the writer's; imported here so no row pays for it)
@@ -55,6 +60,7 @@ def main():
         "sequence_length  workers  seconds  examples  examples/s  sentences/s  MB/s  speed-up"
         "  main_cpu_s  worker_cpu_s  examples/cpu_s"
     )
+    rows = []
     with tempfile.TemporaryDirectory() as directory:
         for length in args.lengths:
             config = PretrainingDataConfig(sequence_length=length, dupe_factor=args.dupe_factor)
@@ -77,6 +83,11 @@ def main():
                 )
                 seconds = summary.seconds
                 baseline = baseline or seconds
+                rows.append(
+                    {"sequence_length": length, "workers": workers, "seconds": seconds,
+                     "examples": summary.num_examples, "sentences": summary.num_sentences,
+                     "main_cpu_seconds": main_cpu, "worker_cpu_seconds": worker_cpu}
+                )  # fmt: skip
                 print(
                     f"{length:15d}  {workers:7d}  {seconds:7.2f}  {summary.num_examples:8d}  "
                     f"{summary.num_examples / seconds:10.0f}  "
@@ -85,6 +96,10 @@ def main():
                     f"  {main_cpu:10.2f}  {worker_cpu:12.2f}"
                     f"  {summary.num_examples / (main_cpu + worker_cpu):14.0f}"
                 )
+    write_results(
+        args.results_json,
+        {"options": vars(args), "cpus": os.cpu_count(), "corpus_bytes": num_bytes, "runs": rows},
+    )
 
 
 if __name__ == "__main__":

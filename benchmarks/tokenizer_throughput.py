@@ -19,6 +19,7 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import tensorflow as tf  # noqa: E402
+from results import default_path, write_results  # noqa: E402 (benchmarks/results.py)
 
 from keras_albert.text.tokenizer import AlbertTokenizer  # noqa: E402
 
@@ -50,6 +51,9 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=None, help="use only the first N sentences")
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--results-json", default=default_path(__file__), help="where the raw results go"
+    )
     args = parser.parse_args()
 
     sentences = read_sentences(args.data, args.limit)
@@ -89,12 +93,22 @@ def main() -> None:
 
     reference_ids = results["python"][1]
     fast_rate = results["hugging face fast"][0]
+    raw = {}
     for name, (rate, ids) in results.items():
         same = sum(a == b for a, b in zip(ids, reference_ids, strict=True))
+        raw[name] = {
+            "sentences_per_second": rate,
+            "over_hugging_face_fast": rate / fast_rate,
+            "same_ids_as_python_path": same,
+        }
         print(
             f"{name:20s} {rate:12,.0f} sentences/s   x{rate / fast_rate:5.2f} of HF fast   "
             f"same ids as python path: {same}/{len(sentences)}"
         )
+
+    write_results(
+        args.results_json, {"options": vars(args), "sentences": len(sentences), "paths": raw}
+    )
 
 
 if __name__ == "__main__":
