@@ -25,7 +25,8 @@ import tensorflow as tf
 from tqdm import tqdm
 
 from keras_albert import directories, validation
-from keras_albert.text.tokenizer import SPECIAL_PIECES, normalize_text
+from keras_albert.text.normalization import normalize_text
+from keras_albert.text.tokenizer import SPECIAL_PIECES
 
 ALBERT_CONTROL_SYMBOLS = ("[CLS]", "[SEP]", "[MASK]")
 ALBERT_USER_DEFINED_SYMBOLS = ("(", ")", '"', "-", ".", "–", "£", "€")
