@@ -86,7 +86,7 @@ def test_every_step_by_step_command_runs_as_written(tmp_path):
     # at the first failing command and -x names it in the output.
     completed = subprocess.run(
         ["bash", "-exc", "\n".join(script)],
-        cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=600,
+        cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=1800,
     )  # fmt: skip
     assert completed.returncode == 0, completed.stderr[-5000:]
 
