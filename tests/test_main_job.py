@@ -180,8 +180,10 @@ def test_force_after_a_finished_run_retrains_pretraining_from_step_0(quick_run, 
     work_dir = copy_of(quick_run, tmp_path)
     finished = json.loads((work_dir / "steps" / "pretraining.json").read_text())
     assert finished["summary"]["step"] == MainJobOptions.quick().pretrain_train_steps
-    # A smaller budget than the finished run's 60 steps: resuming would restore step 60 and
-    # train nothing; redoing trains exactly the budget.
+    # A smaller budget than the finished run's 60 steps. Without the clearing the driver finds
+    # the finished run in its directory: it refuses the changed options (checked: ValueError
+    # "holds a run with other options"), and with unchanged ones it resumes at step 60 and
+    # trains nothing. Redoing trains exactly the budget, from step 0.
     options = MainJobOptions.quick(
         output_dir=str(work_dir), force=True, pretrain_train_steps=20, pretrain_evaluations=1
     )
