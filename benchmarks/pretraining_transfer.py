@@ -270,6 +270,8 @@ def finetune_stage(args) -> dict:
             for lr in args.learning_rates:
                 out = os.path.join(root, side, f"select_lr{lr}")
                 grid[lr] = _finetune_score(args, side, fit_file, val_file, lr, 0, out, cut)
+            if args.grid_only:
+                continue
             chosen = max(grid, key=grid.get)
             scores = []
             for seed in args.seeds:
@@ -284,6 +286,8 @@ def finetune_stage(args) -> dict:
                 "mean": statistics.fmean(scores),
                 "spread": [min(scores), max(scores)],
             }
+        if args.grid_only:
+            continue
         if {"pretrained", "scratch"} <= set(results[regime]):
             gains = [
                 p - s
@@ -300,7 +304,8 @@ def finetune_stage(args) -> dict:
             }
         _write_json(os.path.join(args.work_dir, "transfer.json"), {"args": vars(args), **results})
         print(json.dumps({regime: results[regime]}, indent=2), flush=True)
-    _plot(results, os.path.join(args.work_dir, "transfer.png"), args.task)
+    if not args.grid_only:
+        _plot(results, os.path.join(args.work_dir, "transfer.png"), args.task)
     return results
 
 
@@ -364,6 +369,12 @@ def main(argv=None) -> None:
     parser.add_argument("--sides", nargs="+", default=["pretrained", "scratch"])
     parser.add_argument("--learning-rates", type=float, nargs="+", default=[1e-4, 3e-4, 1e-3])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument(
+        "--grid-only",
+        action="store_true",
+        help="only the learning-rate runs on the training split (to run grid points and seeds "
+        "in parallel processes; a later run reuses every finished run)",
+    )
     parser.add_argument("--finetune-epochs", type=int, default=10)
     parser.add_argument("--finetune-min-steps", type=int, default=100)
     parser.add_argument("--finetune-max-steps", type=int, default=1500)
