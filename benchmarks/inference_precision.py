@@ -16,9 +16,9 @@ Shapes: batch 1 of a short SST-2 sentence (p50 and p99 latency) and batch 8 × 1
 (sequences/s). All engines get the same token ids (tokenization is not timed).
 
 Accuracy: SST-2 dev (tests/data/sst2_dev.tsv, 872 sentences) of each fine-tuned classifier
-given with `--models`, at every precision through our SavedModel (`serving_default`, raw
-text), through ONNX Runtime fp32/int8 (token ids packed by the same in-graph packer), and at
-every depth of `--small-depths`, with the latency at batch 8 of that small model per depth.
+given with `--models`, at every precision and every depth of `--small-depths` (the model each
+export serves, `serving_model(...)`, run in process on the same packed token ids), through ONNX
+Runtime fp32/int8, with the latency per batch of 64 of that small model at each depth.
 
 Prints the CPU flags found (bfloat16 and int8 only pay with AVX512-BF16/VNNI or AMX), the
 load average, medians and ratios; writes `inference_precision.json` and
@@ -45,7 +45,7 @@ import tensorflow_text  # noqa: E402, F401
 from keras_albert import AlbertBackbone, AlbertClassifier  # noqa: E402
 from keras_albert.convert.huggingface import write_hf_directory  # noqa: E402
 from keras_albert.export import AlbertServingModule, export_saved_model  # noqa: E402
-from keras_albert.export.precision import PRECISIONS, cpu_features  # noqa: E402
+from keras_albert.export.precision import PRECISIONS, cpu_features, serving_model  # noqa: E402
 from keras_albert.text.tokenizer import AlbertTokenizer  # noqa: E402
 
 DATA = pathlib.Path(__file__).resolve().parents[1] / "tests" / "data"
@@ -217,31 +217,30 @@ def speed(args, tokenizer, directory: str) -> dict:
 
 
 def accuracy(args, tokenizer, directory: str) -> dict:
+    """SST-2 dev accuracy per precision and depth, with the exported graphs' Keras models.
+
+    The SavedModel endpoints call exactly `serving_model(model, precision, num_layers)`
+    (tests/export/test_precision.py checks the served logits against it), so the models are
+    run in process here rather than exported once per precision and depth.
+    """
     texts, labels = sst2_dev()
     results = {}
     for label, checkpoint in args.models.items():
         model = keras.models.load_model(checkpoint)
         depth = model.backbone.albert_config.num_layers
         row = {"num_layers": depth, "checkpoint": checkpoint}
+        module = AlbertServingModule(model, tokenizer)
+        batches = [packed(module, texts[i : i + 64]) for i in range(0, len(texts), 64)]
 
         def score(logits):
             return float(np.mean(np.argmax(logits, -1) == labels))
 
+        def forward(served):
+            return tf.function(lambda inputs: served(inputs, training=False), autograph=False)
+
         for precision in PRECISIONS:
-            path = os.path.join(directory, f"{label}_{precision}")
-            export_saved_model(model, tokenizer, path, precision=precision)
-            session = Session(path)
-            logits = np.concatenate(
-                [
-                    session.run("serving_default", {"text": np.array(texts[i : i + 64], object)})[
-                        "logits"
-                    ]
-                    for i in range(0, len(texts), 64)
-                ]
-            )
-            row[f"ours {precision}"] = score(logits)
-        module = AlbertServingModule(model, tokenizer)
-        batches = [packed(module, texts[i : i + 64]) for i in range(0, len(texts), 64)]
+            run = forward(serving_model(model, precision))
+            row[f"ours {precision}"] = score(np.concatenate([run(b).numpy() for b in batches]))
         if not args.skip_onnx:
             for int8 in (False, True):
                 engine = OnnxEngine(model, os.path.join(directory, f"onnx_{label}"), int8=int8)
@@ -249,15 +248,13 @@ def accuracy(args, tokenizer, directory: str) -> dict:
                 row[f"onnxruntime {'int8' if int8 else 'fp32'}"] = score(logits)
         depths = {}
         for small_depth in [k for k in args.small_depths if k <= depth]:
-            path = os.path.join(directory, f"{label}_depth_{small_depth}")
-            export_saved_model(model, tokenizer, path, num_layers=small_depth)
-            session = Session(path)
-            logits = np.concatenate([session.logits(batch) for batch in batches])
+            run = forward(serving_model(model, "float32", small_depth))
+            logits = np.concatenate([run(batch).numpy() for batch in batches])
             times = []
             for _ in range(args.rounds):
                 start = time.perf_counter()
                 for batch in batches[:4]:
-                    session.logits(batch)
+                    run(batch)
                 times.append(time.perf_counter() - start)
             depths[small_depth] = {
                 "accuracy": score(logits),
