@@ -25,6 +25,7 @@ from keras_albert.cli import (  # noqa: E402
 )
 from keras_albert.convert import MODEL_KINDS  # noqa: E402
 from keras_albert.export import BatchingParameters, export_checkpoint  # noqa: E402
+from keras_albert.export.precision import PRECISIONS  # noqa: E402
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,6 +49,9 @@ class ExportOptions:
         warmup_texts: file of warmup texts, one per line (TAB separates a pair).
         base_path_prefix: base path written in models.config, e.g. /models.
         max_batch_size: batching_parameters.txt's max_batch_size.
+        precision: the serving precision: float32, bfloat16 (bfloat16 matrix multiplies,
+            float32 LayerNorm/softmax/outputs) or int8 (int8 Dense kernels, float32 outputs).
+        num_layers: apply the shared block this many times instead of the trained depth.
     """
 
     checkpoint: str = dataclasses.field(metadata={"flag": False})
@@ -67,6 +71,8 @@ class ExportOptions:
     warmup_texts: str | None = None
     base_path_prefix: str | None = None
     max_batch_size: int = BatchingParameters.max_batch_size
+    precision: str = dataclasses.field(default="float32", metadata={"choices": PRECISIONS})
+    num_layers: int | None = None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -99,6 +105,8 @@ def main(argv: list[str] | None = None) -> int:
         batching=BatchingParameters(max_batch_size=options.max_batch_size),
         base_path_prefix=options.base_path_prefix,
         warmup_file=options.warmup_texts,
+        precision=options.precision,
+        num_layers=options.num_layers,
     )
     print(f"wrote {path}")
     return 0

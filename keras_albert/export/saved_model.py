@@ -30,6 +30,10 @@ it tracks, so it cannot carry the SentencePiece model file as an asset, and it w
 endpoint as a Predict signature. With a module the signatures are the same `tf.function`s with
 named `TensorSpec`s; the Classify/Regress method names are set in `saved_model.pb` afterwards.
 No function is compiled with XLA (`tensorflow_model_server` runs without it by default).
+
+`precision` ("float32", "bfloat16", "int8") and `num_layers` (the shared block applied fewer
+times than trained) export a copy of the model made by `keras_albert.export.precision`; the
+outputs stay float32.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from collections.abc import Sequence
 import keras
 import tensorflow as tf
 
+from keras_albert.export.precision import serving_model
 from keras_albert.models import AlbertBackbone, AlbertClassifier, AlbertPretrainer
 from keras_albert.text.tokenizer import AlbertTokenizer
 from keras_albert.validation import require_bool, require_int
@@ -90,6 +95,9 @@ class AlbertServingModule(tf.Module):
             sequence (for comparison; slower).
         class_names: names of the classes for `serve_examples`' `classes` output; by default
             "0", "1", ... Classification only.
+        precision: "float32", "bfloat16" or "int8" (see `keras_albert.export.precision`).
+        num_layers: apply the shared block this many times (1 to the trained depth; sharing
+            "all" only); default: the trained depth.
 
     Example:
     >>> tokenizer = AlbertTokenizer("tests/data/30k-clean.model")
@@ -109,9 +117,12 @@ class AlbertServingModule(tf.Module):
         max_sequence_length: int | None = None,
         pad_to_max_length: bool = False,
         class_names: Sequence[str] | None = None,
+        precision: str = "float32",
+        num_layers: int | None = None,
     ):
         super().__init__(name="albert_serving")
         task = model_task(model)
+        model = serving_model(model, precision, num_layers)
         if not isinstance(tokenizer, AlbertTokenizer):
             raise TypeError(
                 "`tokenizer` must be an AlbertTokenizer. "
@@ -151,6 +162,7 @@ class AlbertServingModule(tf.Module):
             class_names = tuple(str(index) for index in range(model.num_classes))
 
         self.task = task
+        self.precision = precision
         self.text_pair = text_pair
         self.max_sequence_length = max_sequence_length
         self.pad_to_max_length = pad_to_max_length
@@ -354,6 +366,8 @@ def export_saved_model(
     max_sequence_length: int | None = None,
     pad_to_max_length: bool = False,
     class_names: Sequence[str] | None = None,
+    precision: str = "float32",
+    num_layers: int | None = None,
 ) -> AlbertServingModule:
     """Writes `model` + `tokenizer` as a TF Serving SavedModel to `export_dir`.
 
@@ -369,6 +383,8 @@ def export_saved_model(
         max_sequence_length=max_sequence_length,
         pad_to_max_length=pad_to_max_length,
         class_names=class_names,
+        precision=precision,
+        num_layers=num_layers,
     )
     module.save(export_dir)
     return module

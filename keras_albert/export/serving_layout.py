@@ -304,6 +304,8 @@ def export_for_serving(
     warmup_text_pairs: Sequence[str | bytes] | None = None,
     batching: BatchingParameters | None = None,
     base_path_prefix: str | None = None,
+    precision: str = "float32",
+    num_layers: int | None = None,
 ) -> str:
     """Exports `model` as version `version` (default: the next) of `<base_dir>/<name>/`.
 
@@ -320,6 +322,8 @@ def export_for_serving(
         max_sequence_length=max_sequence_length,
         pad_to_max_length=pad_to_max_length,
         class_names=class_names,
+        precision=precision,
+        num_layers=num_layers,
     )
     records = warmup_records(module, name, warmup_texts, warmup_text_pairs)
 

@@ -9,6 +9,7 @@ from keras_albert.layers import (
     SelfAttention,
     TransformerEncoder,
 )
+from keras_albert.validation import require_int
 
 
 @keras.saving.register_keras_serializable(package="keras_albert")
@@ -29,7 +30,15 @@ class AlbertBackbone(keras.Model):
     `pooled_output` `(batch, H)`, plus `encoder_layer_outputs` (a list of `num_layers`
     `(batch, seq, H)` tensors, the output of every layer) when `output_all_layers=True`.
     Under a mixed-precision policy the outputs have the compute dtype (e.g. float16);
-    LayerNorm and softmax are computed in float32 regardless.
+    LayerNorm and softmax are computed in float32 regardless. `dtype_policy` reads back
+    the policy given (Keras's functional `Model` would report float32 and `get_config`
+    would save float32), so task heads built on `backbone.dtype_policy` share it.
+
+    Depth-elastic: with `sharing="all"`, `at_depth(k)` is the same weights applied `k`
+    times instead of `num_layers` (a backbone configured with `num_layers=k`; with groups,
+    layer i of k runs group `i * num_groups // k`, so every group is still used in order,
+    each `k / num_groups` times, and `k` must be a multiple of `num_groups`).
+    `encoder_steps_at_depth(k)` lists the shared blocks that depth applies, in order.
 
     Args:
         All fields of `keras_albert.AlbertConfig` (vocabulary_size, embedding_dim,
@@ -144,6 +153,10 @@ class AlbertBackbone(keras.Model):
             dtype=dtype,
             **kwargs,
         )
+        if dtype is not None:
+            # The functional Model drops `dtype`: without this the policy reads back float32,
+            # `get_config` saves float32 and a reloaded mixed-precision backbone is float32.
+            self.dtype_policy = dtype
         self.albert_config = config
         self.output_all_layers = output_all_layers
 
@@ -161,6 +174,54 @@ class AlbertBackbone(keras.Model):
                 if not any(layer is seen for seen in distinct):
                     distinct.append(layer)
         return distinct
+
+    def check_depth(self, num_layers: int) -> None:
+        """Raises a ValueError unless `num_layers` is a depth `at_depth` can run."""
+        config = self.albert_config
+        require_int("num_layers", num_layers, 1)
+        if num_layers > config.num_layers:
+            raise ValueError(
+                f"`num_layers` must be at most the trained depth num_layers={config.num_layers}. "
+                f"Received: num_layers={num_layers}"
+            )
+        if config.sharing != "all":
+            raise ValueError(
+                "`num_layers` other than the trained depth needs weights shared across depth "
+                f"(sharing='all'); this backbone has sharing={config.sharing!r}. "
+                f"Received: num_layers={num_layers}"
+            )
+        if num_layers % config.num_groups:
+            raise ValueError(
+                f"`num_layers` must be a multiple of num_groups={config.num_groups} (every "
+                f"group runs the same number of times). Received: num_layers={num_layers}"
+            )
+
+    def encoder_steps_at_depth(self, num_layers: int) -> list:
+        """The shared blocks `num_layers` passes apply, in order (the objects, not copies)."""
+        self.check_depth(num_layers)
+        config = self.albert_config
+        repetitions = config.num_inner_repetitions
+        blocks = self.encoder_layers  # group_0_inner_0, group_0_inner_1, ..., group_1_inner_0
+        groups = [blocks[g * repetitions : (g + 1) * repetitions] for g in range(config.num_groups)]
+        return [
+            block
+            for i in range(num_layers)
+            for block in groups[i * config.num_groups // num_layers]
+        ]
+
+    def at_depth(self, num_layers: int) -> "AlbertBackbone":
+        """A new backbone holding a copy of these weights, applied `num_layers` times.
+
+        Same architecture but `num_layers` (see the class docstring for groups); the
+        parameter count does not depend on the depth, so every weight carries over.
+        """
+        self.check_depth(num_layers)
+        config = self.get_config()
+        config["num_layers"] = num_layers
+        config["name"] = f"{self.name}_depth_{num_layers}"
+        shallower = type(self).from_config(config)
+        shallower.set_weights(self.get_weights())
+        return shallower
 
     @classmethod
     def from_albert_config(cls, config: AlbertConfig, **kwargs) -> "AlbertBackbone":

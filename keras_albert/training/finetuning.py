@@ -31,6 +31,7 @@ import keras
 from keras_albert.text.glue import Examples, TaskSpec, make_dataset, read_examples
 from keras_albert.training import run_directory
 from keras_albert.training.callbacks import BestModel, GlueEvaluation
+from keras_albert.training.elastic_depth import enable_elastic_depth
 from keras_albert.training.glue_metrics import predictions_from_logits
 from keras_albert.training.initial_weights import initial_classifier, sentencepiece_model_for
 from keras_albert.training.options import FinetuningOptions
@@ -105,6 +106,8 @@ def finetune(options: FinetuningOptions) -> dict:
             recipe.learning_rate, train_steps, recipe.warmup_steps, options.weight_decay_rate
         )
         model.compile(optimizer=optimizer, loss=loss, metrics=train_metrics)
+        if options.elastic_depths:
+            enable_elastic_depth(model, options.elastic_depths)
 
     # The loop. The output directory is made only now: a failed check leaves none behind.
     run_directory.prepare_output_dir(options.output_dir)

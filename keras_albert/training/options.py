@@ -11,6 +11,7 @@ import math
 
 from keras_albert.cli import parse_bool_or_auto
 from keras_albert.text.glue import TaskSpec, generic_task, get_task
+from keras_albert.training.elastic_depth import parse_depths
 from keras_albert.training.recipes import ORIGINAL_SEQUENCE_LENGTH
 from keras_albert.validation import (
     require_any,
@@ -204,6 +205,9 @@ class FinetuningOptions:
         strategy: a `build_strategy` name.
         seed: seed of weights initialization and shuffling.
         verbose: Keras `fit` verbosity (0, 1 = progress bar, 2).
+        elastic_depths: also train the shared block at these shallower depths (e.g. 6,3),
+            so that the model can be served with `--num-layers` any of them
+            (`keras_albert.training.elastic_depth`); the loss is the mean over all depths.
     """
 
     task: str
@@ -233,6 +237,9 @@ class FinetuningOptions:
     strategy: str = "auto"
     seed: int = 0
     verbose: int = dataclasses.field(default=1, metadata=_VERBOSITY)
+    elastic_depths: tuple[int, ...] | None = dataclasses.field(
+        default=None, metadata={"parse": parse_depths}
+    )
 
     def __post_init__(self):
         require_exactly_one(

@@ -1,0 +1,97 @@
+"""Serving copies of a model at a lower precision or a smaller depth (same trained weights).
+
+`serving_model(model, precision, num_layers)` is what `AlbertServingModule` exports:
+
+- `"float32"`: the model as trained (a float32 copy if it was trained in mixed precision).
+- `"bfloat16"`: the `mixed_bfloat16` policy: matrix multiplies and activations in bfloat16,
+  variables float32, LayerNorm and the attention softmax in float32 (the layers compute them
+  so under any policy), and the task outputs cast to float32.
+- `"int8"`: Keras's `quantize("int8")` of every `Dense` layer: kernels int8 with a float32
+  scale per output unit, inputs quantized per token on the fly, int8 × int8 → int32 matrix
+  multiplies; embeddings, LayerNorm, softmax and outputs stay float32. The embedding tables
+  are not quantized: a lookup costs the same at any precision.
+
+`num_layers` (sharing="all" only) applies the shared block `num_layers` times instead of the
+trained depth: see `AlbertBackbone.at_depth`.
+
+Whether a precision is faster depends on the CPU: bfloat16 and int8 matrix multiplies only beat
+float32 with AVX512-BF16 / AMX and AVX512-VNNI / AMX kernels. `cpu_features()` says what this
+machine has; `benchmarks/inference_precision.py` measures it.
+"""
+
+from __future__ import annotations
+
+import keras
+
+from keras_albert.models import AlbertBackbone
+from keras_albert.validation import require_one_of
+
+PRECISIONS = ("float32", "bfloat16", "int8")
+_POLICIES = {"float32": "float32", "bfloat16": "mixed_bfloat16", "int8": "float32"}
+# The CPU features that make bfloat16 or int8 matrix multiplies faster than float32.
+FAST_LOW_PRECISION_FEATURES = (
+    "avx512f",
+    "avx512_bf16",
+    "avx512_vnni",
+    "avx_vnni",
+    "amx_bf16",
+    "amx_int8",
+)
+
+
+def backbone_of(model: keras.Model) -> AlbertBackbone:
+    """The `AlbertBackbone` of a task model (or the model itself)."""
+    return model if isinstance(model, AlbertBackbone) else model.backbone
+
+
+def serving_model(
+    model: keras.Model, precision: str = "float32", num_layers: int | None = None
+) -> keras.Model:
+    """`model` (a backbone or a task model over one) at `precision` and depth `num_layers`.
+
+    Returns `model` itself when nothing changes; otherwise a new model of the same class with
+    a copy of the weights. `num_layers=None` keeps the trained depth.
+    """
+    require_one_of("precision", precision, PRECISIONS)
+    backbone = backbone_of(model)
+    trained_depth = backbone.albert_config.num_layers
+    if num_layers is not None:
+        backbone.check_depth(num_layers)
+    depth = trained_depth if num_layers is None else num_layers
+    policy = _POLICIES[precision]
+    if depth == trained_depth and precision != "int8" and backbone.dtype_policy.name == policy:
+        return model
+
+    serialized = keras.saving.serialize_keras_object(model)
+    backbone_config = (
+        serialized["config"] if model is backbone else serialized["config"]["backbone"]["config"]
+    )
+    backbone_config["num_layers"] = depth
+    backbone_config["dtype"] = policy
+    copy = keras.saving.deserialize_keras_object(serialized)
+    # The parameter count does not depend on the depth (sharing="all") or on the policy
+    # (variables stay float32), so the weights carry over in order; set_weights checks shapes.
+    copy.set_weights(model.get_weights())
+    if precision == "int8":
+        copy.quantize("int8", filters=lambda layer: isinstance(layer, keras.layers.Dense))
+    return copy
+
+
+def cpu_features(path: str = "/proc/cpuinfo") -> dict:
+    """The CPU model name and which of `FAST_LOW_PRECISION_FEATURES` it has (Linux only)."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            text = file.read()
+    except OSError:
+        return {"model_name": "unknown", "flags": {}}
+    model_name, flags = "unknown", set()
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "model name" and model_name == "unknown":
+            model_name = value.strip()
+        elif key.strip() == "flags" and not flags:
+            flags = set(value.split())
+    return {
+        "model_name": model_name,
+        "flags": {name: name in flags for name in ("avx2", "fma", *FAST_LOW_PRECISION_FEATURES)},
+    }

@@ -1,0 +1,193 @@
+"""bfloat16, int8 and shallower exports, served in a fresh process, against the float32 model.
+
+One tiny classifier (the real 30k SentencePiece model) is exported at every precision and at
+depth 1, and the harness (`serving_harness.py`, a process without keras_albert) answers 200
+SST-2 dev sentences with each. The weights have the scale of a trained ALBERT-base
+(initializer stddev · √hidden_dim ≈ 1, so pre-activations are of order one), so that bfloat16
+and int8 rounding shows at its real size.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from tensorflow_serving.apis import prediction_log_pb2
+
+from keras_albert import AlbertBackbone, AlbertClassifier
+from keras_albert.export import requests as serving_requests
+from keras_albert.export.precision import PRECISIONS, serving_model
+from keras_albert.export.serving_layout import export_for_serving
+from tests.export.conftest import HARNESS, read_logs, reference_pack
+from tests.export.test_serving_export import ALLOWED_TF_TEXT_OPS, FORBIDDEN_OPS
+from tests.text.text_data import load_sst2_dev
+
+SIZES = dict(
+    vocabulary_size=30000,
+    embedding_dim=16,
+    hidden_dim=64,
+    intermediate_dim=128,
+    num_layers=3,
+    num_heads=4,
+    max_sequence_length=64,
+    initializer_range=0.125,  # 0.125 · √64 = 1
+)
+NUM_SENTENCES = 200
+BATCH_SIZE = 50
+SHALLOW_DEPTH = 1
+# Largest |logit - float32 logit| over the 200 sentences (the float32 logits have a spread of
+# 0.39 and class margins of 0.29 to 2). Measured: bfloat16 0.018 (mean 0.005), int8 0.036
+# (mean 0.013; per-token input quantization of a 64-wide layer is coarser than bfloat16).
+TOLERANCES = {"float32": 1e-5, "bfloat16": 0.03, "int8": 0.06}
+
+
+@pytest.fixture(scope="module")
+def model():
+    classifier = AlbertClassifier(AlbertBackbone(**SIZES), num_classes=2)
+    # Not keras.utils.set_random_seed: it would reset the session's SentencePiece resource.
+    rng = np.random.default_rng(11)
+    for weight in classifier.weights:
+        if len(weight.shape) > 1:  # kernels and tables; biases 0 and LayerNorm 1/0 as built
+            weight.assign(rng.normal(0, SIZES["initializer_range"], weight.shape))
+    return classifier
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory, albert_tokenizer_for_export, model):
+    tokenizer = albert_tokenizer_for_export
+    sentences = load_sst2_dev()[:NUM_SENTENCES]
+    batches = [sentences[i : i + BATCH_SIZE] for i in range(0, NUM_SENTENCES, BATCH_SIZE)]
+    root = tmp_path_factory.mktemp("precision")
+    base_dir = root / "saved_models"
+    specs = {precision: dict(precision=precision) for precision in PRECISIONS}
+    specs["depth_1"] = dict(num_layers=SHALLOW_DEPTH)
+    job = {"exports": [], "models_config": str(base_dir / "models.config")}
+    for name, options in specs.items():
+        path = export_for_serving(
+            model, tokenizer, base_dir=base_dir, name=name, warmup_texts=sentences[:3], **options
+        )
+        files = {
+            key: str(root / f"{name}_{key}")
+            for key in ("requests", "responses", "rest", "rest_responses", "warmup_responses")
+        }
+        with tf.io.TFRecordWriter(files["requests"]) as writer:
+            for batch in batches:
+                request = serving_requests.predict_request(
+                    name, serving_requests.text_inputs(batch)
+                )
+                log = prediction_log_pb2.PredictionLog(
+                    predict_log=prediction_log_pb2.PredictLog(request=request)
+                )
+                writer.write(log.SerializeToString())
+        with open(files["rest"], "w", encoding="utf-8") as file:
+            json.dump([], file)
+        job["exports"].append({"path": path, **files})
+    job["report"] = str(root / "report.json")
+    (root / "job.json").write_text(json.dumps(job))
+    environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    result = subprocess.run(
+        [sys.executable, HARNESS, str(root / "job.json")],
+        cwd=root,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-5000:]
+    report = json.loads((root / "report.json").read_text())
+    logits = {}
+    for name, export in zip(specs, job["exports"], strict=True):
+        logs = read_logs(export["responses"])
+        logits[name] = np.concatenate(
+            [tf.make_ndarray(log.predict_log.response.outputs["logits"]) for log in logs]
+        )
+    packed = [
+        reference_pack(
+            [tokenizer.encode(text) for text in batch],
+            None,
+            SIZES["max_sequence_length"],
+            tokenizer.cls_id,
+            tokenizer.sep_id,
+            tokenizer.pad_id,
+        )
+        for batch in batches
+    ]
+    return {"report": report, "names": list(specs), "logits": logits, "packed": packed}
+
+
+def keras_logits(model, packed) -> np.ndarray:
+    return np.concatenate([np.asarray(model(inputs, training=False)) for inputs in packed])
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_each_precision_is_close_to_the_float32_model(served, model, precision):
+    expected = keras_logits(model, served["packed"])
+    actual = served["logits"][precision]
+    assert actual.dtype == np.float32 and actual.shape == (NUM_SENTENCES, 2)
+    spread = expected.std()
+    assert spread > 0.3, spread  # logits of order one, not a collapsed head
+    error = np.abs(actual - expected).max()
+    assert error <= TOLERANCES[precision], (precision, error, spread)
+    agreement = np.mean(actual.argmax(-1) == expected.argmax(-1))
+    assert agreement >= 0.99, (precision, agreement)
+    if precision != "float32":
+        # A real change of the arithmetic, not the float32 graph again.
+        assert error > 1e-5, (precision, error)
+
+
+def test_shallower_export_equals_k_passes_of_the_keras_backbone(served, model):
+    # The float32 Keras model's own layers, the shared block applied SHALLOW_DEPTH times.
+    backbone = model.backbone
+    expected = []
+    for inputs in served["packed"]:
+        x = backbone.embedding(inputs["token_ids"], inputs["segment_ids"])
+        for step in backbone.encoder_steps_at_depth(SHALLOW_DEPTH):
+            x = step(x, padding_mask=inputs["padding_mask"])
+        expected.append(np.asarray(model.output_dense(backbone.pooler(x[:, 0, :]))))
+    expected = np.concatenate(expected)
+    np.testing.assert_allclose(served["logits"]["depth_1"], expected, atol=1e-5, rtol=0)
+    assert np.abs(expected - served["logits"]["float32"]).max() > 0.05
+
+
+def test_every_export_keeps_the_serving_guarantees(served):
+    report = served["report"]
+    core_ops = set(report["core_ops"])
+    for name, export in zip(served["names"], report["exports"], strict=True):
+        op_types = set(export["op_types"])
+        assert op_types - core_ops <= ALLOWED_TF_TEXT_OPS, (name, op_types - core_ops)
+        assert not op_types & FORBIDDEN_OPS, name
+        assert export["must_compile"] == [], name
+        assert export["request_errors"] == [None] * (NUM_SENTENCES // BATCH_SIZE), name
+        assert export["warmup"]["count"] > 0 and set(export["warmup"]["errors"]) == {None}, name
+        outputs = export["signatures"]["serving_default"]["outputs"]
+        assert outputs["logits"]["dtype"] == "float32", name
+    int8_ops = set(report["exports"][served["names"].index("int8")]["op_types"])
+    assert int8_ops & {"BatchMatMulV2", "BatchMatMulV3", "MatMul"}, int8_ops
+    assert [name for name in report["modules"] if "keras_albert" in name] == []
+
+
+def test_bad_precision_and_depth_are_clear_errors(model):
+    with pytest.raises(ValueError, match="precision.*Received: precision='fp16'"):
+        serving_model(model, "fp16")
+    with pytest.raises(ValueError, match="Received: num_layers=0"):
+        serving_model(model, "float32", 0)
+    with pytest.raises(ValueError, match="trained depth num_layers=3. Received: num_layers=4"):
+        serving_model(model, "int8", 4)
+    assert serving_model(model, "float32") is model
+    assert serving_model(model, "float32", SIZES["num_layers"]) is model
+
+
+def test_export_tool_flags(tmp_path):
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tools"))
+    try:
+        import export_saved_model
+    finally:
+        sys.path.pop(0)
+    parser = export_saved_model.build_parser()
+    args = parser.parse_args(["model.keras", "--precision", "int8", "--num-layers", "6"])
+    assert (args.precision, args.num_layers) == ("int8", 6)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["model.keras", "--precision", "fp16"])
