@@ -46,6 +46,7 @@ import time
 import keras
 import tensorflow as tf
 
+from keras_albert.cli import ToolError
 from keras_albert.models import AlbertBackbone, AlbertPretrainer
 from keras_albert.text.pretraining.records import RecordLayout, inspect_records
 from keras_albert.training import run_directory
@@ -220,6 +221,14 @@ def pretrain(options: PretrainingOptions) -> dict:
                 )
             except KeyboardInterrupt:  # one line for the command, not TensorFlow's traceback
                 raise KeyboardInterrupt(_where_to_resume(checkpoints_dir)) from None
+            except _PEER_ERRORS as error:
+                if _num_workers(strategy) == 1:
+                    raise
+                raise ToolError(
+                    f"a worker of the cluster stopped or cannot be reached "
+                    f"({type(error).__name__}: {_peer_detail(error)}); "
+                    f"{_where_to_resume(checkpoints_dir)} on every worker"
+                ) from error
             train_seconds = time.perf_counter() - train_started
         final_step = int(optimizer.iterations.numpy())
         if tf.train.latest_checkpoint(checkpoints_dir) != os.path.join(
@@ -318,6 +327,26 @@ def compile_pretrainer(
     )
 
 
+# What a collective raises when a peer worker died or cannot be reached.
+_PEER_ERRORS = (
+    tf.errors.UnavailableError,
+    tf.errors.AbortedError,
+    tf.errors.CancelledError,
+    tf.errors.DeadlineExceededError,
+    tf.errors.InternalError,
+    tf.errors.UnknownError,
+)
+
+
+def _peer_detail(error: Exception) -> str:
+    """The line of TensorFlow's message that names the peer, else its first line."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    for line in lines:
+        if any(word in line.lower() for word in ("task", "worker", "heartbeat", "peer")):
+            return line[:300]
+    return lines[0][:300] if lines else ""
+
+
 def _where_to_resume(checkpoints_dir: str) -> str:
     latest = tf.train.latest_checkpoint(checkpoints_dir)
     if latest is None:
@@ -351,7 +380,7 @@ def _evaluate(loop: TrainingLoop, eval_fn, options: PretrainingOptions) -> dict:
     return pretraining_logs(sums, options.sentence_order_loss_weight)
 
 
-class _Checkpoints:
+class StepCheckpoints:
     """Saves every `every` steps and at the last step (a loop callback)."""
 
     def __init__(self, manager: tf.train.CheckpointManager, every: int, train_steps: int):
@@ -370,7 +399,7 @@ def _train(loop, manager, options, layout, masking, eval_fn, start_step, chief) 
     (None when the last step was not evaluated)."""
     eval_every = options.eval_every_steps or options.checkpoint_every_steps
     names = ("loss", "mlm_loss", "sop_loss", "mlm_accuracy", "sop_accuracy")
-    callbacks: list = [_Checkpoints(manager, options.checkpoint_every_steps, options.train_steps)]
+    callbacks: list = [StepCheckpoints(manager, options.checkpoint_every_steps, options.train_steps)]
     if chief:
         columns = ("step", "learning_rate", *names)
         if eval_fn is not None:

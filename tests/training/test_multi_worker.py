@@ -14,7 +14,6 @@ import pytest
 
 from tests.training.test_pretraining import write_records
 from tests.training.test_pretraining_subprocess import (
-    TIMEOUT_S,
     environment,
     final_weights,
     history,
@@ -25,6 +24,8 @@ from tests.training.test_strategy import PORT_CLASH, free_port
 # Bounded time for the survivor of a killed peer to fail (TensorFlow's coordination service
 # notices the missing heartbeats, then the collective fails).
 PEER_FAILURE_S = 120
+# A whole run of the workers (generous: the suite's machine may be loaded).
+TIMEOUT_S = 600
 TRAIN_STEPS = 16
 MAX_PORT_ATTEMPTS = 3
 
