@@ -399,7 +399,8 @@ def _train(loop, manager, options, layout, masking, eval_fn, start_step, chief) 
     (None when the last step was not evaluated)."""
     eval_every = options.eval_every_steps or options.checkpoint_every_steps
     names = ("loss", "mlm_loss", "sop_loss", "mlm_accuracy", "sop_accuracy")
-    callbacks: list = [StepCheckpoints(manager, options.checkpoint_every_steps, options.train_steps)]
+    checkpoints = StepCheckpoints(manager, options.checkpoint_every_steps, options.train_steps)
+    callbacks: list = [checkpoints]
     if chief:
         columns = ("step", "learning_rate", *names)
         if eval_fn is not None:
