@@ -211,12 +211,13 @@ def pretrain(options: PretrainingOptions) -> dict:
     )
     train_seconds = 0.0
     last_logs: dict = {}
+    seconds_per_step = None
     evaluated: dict | None = None
     try:
         if start_step < options.train_steps:
             train_started = time.perf_counter()
             try:
-                last_logs, evaluated = _train(
+                last_logs, evaluated, seconds_per_step = _train(
                     loop, manager, options, layout, masking, eval_fn, start_step, chief
                 )
             except KeyboardInterrupt:  # one line for the command, not TensorFlow's traceback
@@ -257,6 +258,8 @@ def pretrain(options: PretrainingOptions) -> dict:
         # Training only (compilation included), then everything this run did.
         "train_seconds_this_run": train_seconds,
         "wall_seconds_this_run": time.perf_counter() - started,
+        # The last log interval's training steps (no compilation, no evaluation in it).
+        "seconds_per_step": seconds_per_step,
         "final_train_logs": last_logs,
         "eval": eval_results,
         **eval_counts,
@@ -395,8 +398,8 @@ class StepCheckpoints:
 
 def _train(loop, manager, options, layout, masking, eval_fn, start_step, chief) -> tuple:
     """From `start_step` to `train_steps`, one log row every `log_every_steps` steps (at
-    multiples of it, and at the last step); returns the last logs and the last evaluation
-    (None when the last step was not evaluated)."""
+    multiples of it, and at the last step); returns the last logs, the last evaluation (None
+    when the last step was not evaluated) and the last interval's seconds per step."""
     eval_every = options.eval_every_steps or options.checkpoint_every_steps
     names = ("loss", "mlm_loss", "sop_loss", "mlm_accuracy", "sop_accuracy")
     checkpoints = StepCheckpoints(manager, options.checkpoint_every_steps, options.train_steps)
@@ -417,13 +420,15 @@ def _train(loop, manager, options, layout, masking, eval_fn, start_step, chief) 
     inner = getattr(loop.optimizer, "inner_optimizer", loop.optimizer)
     step = start_step
     logs: dict = {}
-    evaluation = None
+    evaluation = seconds_per_step = None
     run_callbacks(callbacks, "on_train_begin", step)
     while step < options.train_steps:
         num_steps = min(
             options.log_every_steps - step % options.log_every_steps, options.train_steps - step
         )
+        interval_started = time.perf_counter()
         sums = loop.train(iterator, num_steps)
+        seconds_per_step = (time.perf_counter() - interval_started) / num_steps
         step = int(loop.optimizer.iterations.numpy())
         # The mean of the steps' losses; the task losses and accuracies over every prediction.
         logs = {**pretraining_logs(sums, options.sentence_order_loss_weight)}
@@ -441,4 +446,4 @@ def _train(loop, manager, options, layout, masking, eval_fn, start_step, chief) 
         logs = {"step": step, "learning_rate": _learning_rate_at(inner, step - 1), **logs}
         run_callbacks(callbacks, "on_log", step, logs)
     run_callbacks(callbacks, "on_train_end", step)
-    return logs, evaluation
+    return logs, evaluation, seconds_per_step
