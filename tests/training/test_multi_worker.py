@@ -42,7 +42,7 @@ def start_workers(commands, tmp_path, attempt, output=subprocess.PIPE):
     processes = []
     for index, command in enumerate(commands):
         scratch = tmp_path / f"tmp-{attempt}-worker{index}"
-        scratch.mkdir()
+        scratch.mkdir(exist_ok=True)
         env = {**environment(), "TF_CONFIG": tf_config(ports, index), "TMPDIR": str(scratch)}
         processes.append(
             subprocess.Popen(

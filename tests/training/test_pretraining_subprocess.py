@@ -152,16 +152,20 @@ def test_mirrored_on_two_logical_cpus_equals_one_device(tmp_path):
     different counts, so a per-replica normalizer would weight them wrongly: the loop
     normalizes by the global count. In float32 the replicas' partial sums round differently
     and LAMB (which divides by sqrt(v) and by tensor norms) carries that on: after 16 steps
-    the weights agree to ~1e-5 and the logged losses to ~1e-6, not bit for bit."""
+    the weights agree to ~1e-5 and the logged losses to ~1e-6, not bit for bit. The
+    held-out set (21 records: a short last batch of 5, split 4 + 1 over the replicas) gives
+    the same evaluation."""
     for i in range(2):
         write_records(tmp_path / f"train-{i}.tfrecord", 40, seed=i)
+    write_records(tmp_path / "eval.tfrecord", 21, seed=9)
     train_steps = 16
     one = tmp_path / "one"
     mirrored = tmp_path / "mirrored"
-    command = pretrain_command(tmp_path, mirrored, train_steps)
+    evaluation = ["--eval-data", str(tmp_path / "eval.tfrecord"), "--eval-every-steps", "8"]
+    command = pretrain_command(tmp_path, mirrored, train_steps, evaluation)
     command[command.index("--strategy") + 1] = "mirrored"
     finish(
-        start(pretrain_command(tmp_path, one, train_steps)),
+        start(pretrain_command(tmp_path, one, train_steps, evaluation)),
         start([sys.executable, "-c", WITH_LOGICAL_CPUS.format(tool=str(TOOL)), "2", *command[2:]]),
     )
 
@@ -175,6 +179,13 @@ def test_mirrored_on_two_logical_cpus_equals_one_device(tmp_path):
     ]
     assert max(differences) <= 1e-4, differences
     assert float(one_rows[-1]["loss"]) < float(one_rows[0]["loss"])  # it trained
+    one_eval = json.loads((one / "summary.json").read_text())["eval"]
+    mirrored_summary = json.loads((mirrored / "summary.json").read_text())
+    assert mirrored_summary["num_replicas"] == 2
+    assert mirrored_summary["eval_records_evaluated"] == 21
+    for name, value in one_eval.items():
+        np.testing.assert_allclose(mirrored_summary["eval"][name], value, rtol=2e-5, err_msg=name)
+    assert [row["val_loss"] != "" for row in mirrored_rows] == [False, True, False, True]
 
 
 # The MLM loss of one global batch under MirroredStrategy on 2 logical CPUs, in float64.
