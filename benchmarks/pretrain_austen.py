@@ -67,7 +67,7 @@ def timed_steps(options: MainJobOptions, minutes: float) -> int:
         checkpoint_every_steps=100,
     )
     summary = pretrain(probe)
-    seconds_per_step = summary["last_epoch_seconds"] / 50
+    seconds_per_step = summary["seconds_per_step"]
     remaining = minutes * 60 - (time.perf_counter() - started)
     # ~15% of the budget is left for evaluations and checkpoints.
     steps = int(0.85 * remaining / seconds_per_step) // 200 * 200

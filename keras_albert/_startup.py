@@ -29,7 +29,10 @@ def quiet_tensorflow_import() -> None:
     try:
         import tensorflow as tf
 
-        tf.constant(0)  # the device set-up logs its own lines on first use
+        # The device set-up logs its own lines on first use. Not with TF_CONFIG set: a
+        # MultiWorkerMirroredStrategy must be made before TensorFlow runs its first op.
+        if not os.environ.get("TF_CONFIG"):
+            tf.constant(0)
     finally:
         os.dup2(saved, 2)
         os.close(saved)

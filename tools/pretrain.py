@@ -7,6 +7,14 @@
 Every flag is a field of `keras_albert.training.options.PretrainingOptions` (its docstring
 gives the meaning, the default is the dataclass's).
 
+Strategies (docs/scaling.md): `--strategy mirrored` uses every GPU of the host;
+`--strategy multi_worker` runs the same command on every host, each with its `TF_CONFIG`
+(`{"cluster": {"worker": ["host0:12345", "host1:12345"]}, "task": {"type": "worker",
+"index": 0}}`; worker 0 writes the artifacts, `--output-dir` must be shared, e.g. `gs://`);
+`--strategy tpu --tpu-address local` on a TPU VM, `--tpu-address NAME` for a pod slice. The
+result does not depend on the number of replicas: each trains on its share of the global
+batch one device would see, and a run resumes on any topology.
+
 The flags of google-research/albert `run_pretraining.py` (and `--spm_model_file`,
 `--random_seed` of its `create_pretraining_data.py`) are accepted as aliases:
 

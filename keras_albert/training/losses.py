@@ -79,3 +79,60 @@ def sentence_order_loss() -> keras.losses.Loss:
     """The SOP loss: the mean cross-entropy over the batch (the original's
     `get_sentence_order_output`), from the `(batch, 2)` logits."""
     return keras.losses.SparseCategoricalCrossentropy(from_logits=True, name="sentence_order_loss")
+
+
+def pretraining_sums(labels: dict, outputs: dict, weights: dict) -> dict:
+    """One batch's (or one replica's share's) sums for the MLM + SOP losses and metrics.
+
+    `labels` / `weights` are keyed by the model's outputs (`mlm_logits`, `sop_logits`).
+    Returns scalars (float32; float64 with float64 logits): `mlm_nll` (the weighted NLL of
+    the real predictions), `mlm_weight` (their weight sum), `mlm_hits` (weighted correct
+    argmaxes), and `sop_nll`, `sop_weight`, `sop_hits` likewise over the sequences. Sums add
+    up exactly over replicas, steps and batches: the means are ratios of sums, whatever the
+    batch sizes.
+    """
+    sums = {}
+    for task, name in (("mlm_logits", "mlm"), ("sop_logits", "sop")):
+        # float32 (the logits are float32 under the mixed policies), float64 in float64 runs.
+        dtype = tf.float64 if outputs[task].dtype == tf.float64 else tf.float32
+        logits = tf.cast(outputs[task], dtype)
+        label = tf.cast(labels[task], tf.int32)
+        weight = tf.cast(weights[task], dtype)
+        nll = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=label, logits=logits)
+        hits = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), label), dtype)
+        sums[f"{name}_nll"] = tf.reduce_sum(weight * nll)
+        sums[f"{name}_weight"] = tf.reduce_sum(weight)
+        sums[f"{name}_hits"] = tf.reduce_sum(weight * hits)
+    return sums
+
+
+def pretraining_loss(
+    sums: dict, global_sums: dict, sentence_order_loss_weight: float = 1.0
+) -> tf.Tensor:
+    """This share's part of the global batch's loss: summed over the shares (replicas) it is
+
+    ```
+    sum(w * nll_mlm) / (sum(w) + 1e-5) + sentence_order_loss_weight * mean(nll_sop)
+    ```
+
+    over the whole global batch (`global_sums`: the weight sums of every share), the
+    original's formula on the global batch. A replica thus weights its predictions by the
+    global count of real predictions, not its own: the result does not depend on how the
+    batch is split (the original on a TPU normalized per core, which `MaskedLMLoss` keeps
+    for `model.fit`).
+    """
+    mlm = sums["mlm_nll"] / (global_sums["mlm_weight"] + MASKED_LM_DENOMINATOR_EPSILON)
+    sop = sums["sop_nll"] / tf.maximum(global_sums["sop_weight"], 1.0)
+    return mlm + sentence_order_loss_weight * sop
+
+
+def pretraining_logs(sums: dict, sentence_order_loss_weight: float = 1.0) -> dict:
+    """Means from `pretraining_sums` added up over steps or batches: `mlm_loss`,
+    `mlm_accuracy`, `sop_loss`, `sop_accuracy` and their `loss` (the evaluation's total)."""
+    logs = {}
+    for name in ("mlm", "sop"):
+        count = max(sums[f"{name}_weight"], 1e-12)
+        logs[f"{name}_loss"] = sums[f"{name}_nll"] / count
+        logs[f"{name}_accuracy"] = sums[f"{name}_hits"] / count
+    logs["loss"] = logs["mlm_loss"] + sentence_order_loss_weight * logs["sop_loss"]
+    return logs

@@ -56,8 +56,10 @@ class PretrainingOptions:
         weight_decay_rate: LAMB's decay (LayerNorm parameters and biases excluded).
         sentence_order_loss_weight: the SOP loss's weight in the total loss; 1.0 is the
             original's plain sum.
-        strategy: a `build_strategy` name (auto, cpu, one_device, mirrored, tpu).
-        tpu_address: for the "tpu" strategy: a Cloud TPU name, "local" or "grpc://host:port".
+        strategy: a `build_strategy` name (auto, cpu, one_device, mirrored, multi_worker with
+            TF_CONFIG set, tpu).
+        tpu_address: for the "tpu" strategy: a Cloud TPU name, "local" on a TPU VM, or
+            "grpc://host:port".
         precision: a Keras dtype policy; by default chosen per device.
         dynamic_masking: mask anew every pass in-graph instead of using the records' masks;
             needs `sentencepiece_model`.
@@ -69,15 +71,15 @@ class PretrainingOptions:
         max_predictions_per_sequence: prediction slots per sequence; by default the records'
             count. Without dynamic masking it must equal the records' count.
         steps_per_execution: train steps per `tf.function` call.
-        jit_compile: auto, true or false: XLA for the train step (auto: Keras's choice).
-        log_every_steps: one Keras epoch: logs, TensorBoard, history rows.
+        jit_compile: auto, true or false: XLA for the train step (auto: on GPUs and TPUs).
+        log_every_steps: steps between logs: progress lines, TensorBoard, history rows.
         checkpoint_every_steps: a multiple of `log_every_steps`.
         keep_checkpoints: how many checkpoints to keep.
         shuffle_buffer_size: records in the shuffle buffer.
         seed: seed of weights initialization, shuffles and dynamic masking; resume relies on it.
         deterministic: deterministic TensorFlow ops for the whole process: bit-reproducible
             runs, slower input pipelines.
-        verbose: Keras `fit` verbosity (0, 1 or 2).
+        verbose: 0: no progress lines; 1 or 2: one per log interval (step, rate, time left).
     """
 
     train_data: str
@@ -134,7 +136,7 @@ class PretrainingOptions:
         require_int("sequence_length", self.sequence_length, 3, optional=True)
         require_exclusive(preset=self.preset, config=self.config)
         require_any(preset=self.preset, config=self.config, init_checkpoint=self.init_checkpoint)
-        why = "checkpoints and evaluations happen at the end of a Keras epoch of that many steps"
+        why = "checkpoints and evaluations happen at the end of a log interval"
         for name in ("checkpoint_every_steps", "eval_every_steps"):
             if getattr(self, name) is not None:
                 require_divisible(

@@ -1,16 +1,16 @@
-"""The pretraining driver: MLM + SOP over `model.fit`, under any strategy, resumable.
+"""The pretraining driver: MLM + SOP through `loop.TrainingLoop`, under any strategy, resumable.
 
-`pretrain(PretrainingOptions(...))` checks its inputs, builds the strategy, the model, `Lamb`
-with `WarmupPolynomialDecay` and the datasets under `strategy.scope()`, resumes from the last
-checkpoint in `output_dir` if there is one (else initializes from `init_checkpoint` if given),
-trains with `model.fit` and writes a summary.
+`pretrain(PretrainingOptions(...))` builds the strategy, checks its inputs, builds the model,
+`Lamb` with `WarmupPolynomialDecay` and the datasets under `strategy.scope()`, resumes from the
+last checkpoint in `output_dir` if there is one (else initializes from `init_checkpoint` if
+given), trains with the loop (the same path under every strategy) and writes a summary.
 
 What `output_dir` holds:
 
     run.json               the options that fix the run (a rerun must match them)
     checkpoints/ckpt-N     tf.train.Checkpoint of the model and optimizer at step N
     logs/train, logs/validation   TensorBoard, x-axis = optimizer step
-    history.csv            one row per `log_every_steps` steps (appended across restarts)
+    history.csv            one row per `log_every_steps` steps (one per step after a resume)
     pretrainer.keras       the final model
     summary.json           the final summary (also printed)
 
@@ -23,27 +23,44 @@ consumed (see `make_datasets`). A checkpoint is written to a fresh file and then
 registered atomically (`tf.train.CheckpointManager`), so a process killed at any moment
 (SIGKILL) leaves the previous complete checkpoint in place; the same command resumes from it.
 
-Strategies: `model.fit` runs under every strategy `build_strategy` makes except
-`"multi_worker"`: Keras 3.15's `fit` fails under `MultiWorkerMirroredStrategy`
-(keras-team/keras#20585), so that name is refused with an explanation; see `pretrain`.
+Strategies: every one `build_strategy` makes, through the same loop (Keras 3.15's `fit` fails
+under `MultiWorkerMirroredStrategy`, keras-team/keras#20585; the loop does not use it). Each
+replica trains on its share of the global batch one device would train on, so results do not
+depend on the topology. Under `MultiWorkerMirroredStrategy` (`TF_CONFIG`) every worker saves
+the checkpoints, as TensorFlow requires, the chief into `output_dir/checkpoints` and the others
+into temporary directories removed at the end; only the chief writes `run.json`,
+`history.csv`, TensorBoard logs, `pretrainer.keras` and `summary.json`. `output_dir` must be a
+directory every worker sees (a shared file system or `gs://`): they all resume from the
+chief's checkpoints. A worker that dies makes the others fail (TensorFlow's coordination
+service reports the missing peer); rerunning every worker resumes from the last checkpoint.
 """
 
 from __future__ import annotations
 
+import math
 import os
+import shutil
+import tempfile
 import time
 
 import keras
 import tensorflow as tf
 
+from keras_albert.cli import ToolError
 from keras_albert.models import AlbertBackbone, AlbertPretrainer
 from keras_albert.text.pretraining.records import RecordLayout, inspect_records
 from keras_albert.training import run_directory
-from keras_albert.training.callbacks import StepCheckpoints, StepLogs, StepTensorBoard
 from keras_albert.training.initial_weights import copy_initial_weights, initial_pretrainer
 from keras_albert.training.lamb import Lamb
-from keras_albert.training.logs import as_floats
-from keras_albert.training.losses import MaskedLMLoss, sentence_order_loss
+from keras_albert.training.logs import HistoryCsv, TensorBoardLogs
+from keras_albert.training.loop import TrainingLoop, global_sum, run_callbacks
+from keras_albert.training.losses import (
+    MaskedLMLoss,
+    pretraining_logs,
+    pretraining_loss,
+    pretraining_sums,
+    sentence_order_loss,
+)
 from keras_albert.training.options import PretrainingOptions
 from keras_albert.training.pretraining_streams import (
     check_first_batch,
@@ -53,8 +70,14 @@ from keras_albert.training.pretraining_streams import (
     make_datasets,
     require_same_layout,
 )
+from keras_albert.training.progress import StepProgress
 from keras_albert.training.schedule import WarmupPolynomialDecay
-from keras_albert.training.strategy import build_strategy, choose_precision_policy
+from keras_albert.training.strategy import (
+    build_strategy,
+    choose_precision_policy,
+    is_chief,
+    worker_name,
+)
 
 __all__ = [
     "PretrainingOptions",
@@ -91,22 +114,17 @@ def pretrain(options: PretrainingOptions) -> dict:
     lengths that differ between files), the vocabulary (token ids in the first batch not below
     `vocabulary_size`), the sequence length (longer than `max_sequence_length`), the output
     directory (not writable), a resumed run whose run-defining options changed.
-
-    `"multi_worker"` is refused: Keras 3.15's `model.fit` cannot run under
-    `MultiWorkerMirroredStrategy` (keras-team/keras#20585: it reduces a nested per-replica batch
-    eagerly and, past that, takes a mean over axis 0 of scalar logs). Lamb itself works there
-    (tests/training/test_strategy.py trains with a custom loop); use one process per host with
-    "mirrored", or "tpu", until Keras fixes `fit`.
     """
     started = time.perf_counter()
-    if options.strategy == "multi_worker":
-        raise ValueError(
-            "strategy='multi_worker' is not supported by the model.fit driver: Keras 3.15's fit "
-            "fails under MultiWorkerMirroredStrategy (keras-team/keras#20585). Use 'mirrored' "
-            "(all devices of one host) or 'tpu'."
-        )
-    # Setup: the output directory, the records, the run file, the architecture.
     run_directory.check_output_dir(options.output_dir)
+    if options.deterministic:
+        tf.config.experimental.enable_op_determinism()
+    # First: MultiWorkerMirroredStrategy must be made before TensorFlow runs any op.
+    strategy = build_strategy(
+        options.strategy, **({"tpu_address": options.tpu_address} if options.tpu_address else {})
+    )
+    chief = is_chief(strategy)
+    # Setup: the output directory, the records, the run file, the architecture.
     layout = inspect_records(options.train_data, "train_data")
     eval_layout = None
     if options.eval_data is not None:
@@ -137,23 +155,18 @@ def pretrain(options: PretrainingOptions) -> dict:
     if eval_layout is not None:
         check_first_batch(options, options.eval_data, eval_layout, config, "eval_data")
     # Made only now: a failed input check leaves no empty run directory behind.
-    run_directory.prepare_output_dir(options.output_dir)
-    run_directory.write_run_file(options.output_dir, run_options)
+    if chief:
+        run_directory.prepare_output_dir(options.output_dir)
+        run_directory.write_run_file(options.output_dir, run_options)
 
-    # TF's global seed is seed + 1: with a global seed of 0, `tf.random` compares its seed pair
-    # with (0, 0), which fails in graph mode when the op seed is a tensor (as each pass's is).
+    # TF's global seed is seed + 1 (the initial weights of every run so far).
     keras.utils.set_random_seed(options.seed + 1)
-    if options.deterministic:
-        tf.config.experimental.enable_op_determinism()
-    strategy = build_strategy(
-        options.strategy, **({"tpu_address": options.tpu_address} if options.tpu_address else {})
-    )
     policy = choose_precision_policy(strategy, options.precision)
 
     # Data and model.
-    validation, eval_counts = None, {}
+    eval_fn, eval_counts = None, {}
     if eval_layout is not None:
-        validation, eval_counts = eval_dataset(options, eval_layout, masking, strategy)
+        eval_fn, eval_counts = eval_dataset(options, eval_layout, masking, strategy)
     with strategy.scope():
         model = AlbertPretrainer(AlbertBackbone.from_albert_config(config, dtype=policy))
         schedule = WarmupPolynomialDecay(
@@ -165,51 +178,73 @@ def pretrain(options: PretrainingOptions) -> dict:
         optimizer = Lamb(schedule, weight_decay_rate=options.weight_decay_rate)
         if policy == "mixed_float16":
             optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+        # Compiled for what `pretrainer.keras` carries (optimizer, losses), not for training.
         compile_pretrainer(
-            model,
-            optimizer,
-            steps_per_execution=options.steps_per_execution,
-            jit_compile=options.jit_compile,
-            sentence_order_loss_weight=options.sentence_order_loss_weight,
+            model, optimizer, sentence_order_loss_weight=options.sentence_order_loss_weight
         )
         optimizer.build(model.trainable_variables)
         checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
-    manager = tf.train.CheckpointManager(
-        checkpoint, checkpoints_dir, max_to_keep=options.keep_checkpoints
-    )
+    # Every worker saves (TensorFlow's collective save); only the chief's copy is kept.
+    save_dir = checkpoints_dir
+    if not chief:
+        save_dir = tempfile.mkdtemp(prefix=f"keras_albert-{worker_name(strategy)}-")
+    manager = tf.train.CheckpointManager(checkpoint, save_dir, max_to_keep=options.keep_checkpoints)
     resumed_from = None
-    if manager.latest_checkpoint:
-        checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
+    latest = tf.train.latest_checkpoint(checkpoints_dir)
+    if latest:
+        checkpoint.restore(latest).assert_existing_objects_matched()
         resumed_from = int(optimizer.iterations.numpy())
-        print(f"keras_albert: resuming from {manager.latest_checkpoint} (step {resumed_from})")
+        print(f"keras_albert: resuming from {latest} (step {resumed_from})")
     elif init_model is not None:
         copy_initial_weights(init_model, model, options.init_checkpoint)
     del init_model
 
     # The loop.
     start_step = int(optimizer.iterations.numpy())
-    fit_seconds = 0.0
+    loop = TrainingLoop(
+        strategy,
+        model,
+        optimizer,
+        pretraining_replica_fn(options.sentence_order_loss_weight),
+        steps_per_execution=options.steps_per_execution,
+        jit_compile=_resolve_jit_compile(options.jit_compile, strategy),
+    )
+    train_seconds = 0.0
     last_logs: dict = {}
-    last_epoch_seconds = None
-    if start_step < options.train_steps:
-        fit_started = time.perf_counter()
-        try:
-            last_logs, last_epoch_seconds = _fit(
-                model, manager, options, layout, masking, start_step, validation
-            )
-        except KeyboardInterrupt:  # one line for the command, not TensorFlow's traceback
-            raise KeyboardInterrupt(_where_to_resume(manager)) from None
-        fit_seconds = time.perf_counter() - fit_started
-    final_step = int(optimizer.iterations.numpy())
-    if manager.latest_checkpoint is None or manager.latest_checkpoint.split("-")[-1] != str(
-        final_step
-    ):
-        manager.save(checkpoint_number=final_step)
-
-    # Save: the final evaluation, the model, the summary.
-    eval_results = None
-    if validation is not None:
-        eval_results = as_floats(model.evaluate(validation, return_dict=True, verbose=0))
+    seconds_per_step = None
+    evaluated: dict | None = None
+    try:
+        if start_step < options.train_steps:
+            train_started = time.perf_counter()
+            try:
+                last_logs, evaluated, seconds_per_step = _train(
+                    loop, manager, options, layout, masking, eval_fn, start_step, chief
+                )
+            except KeyboardInterrupt:  # one line for the command, not TensorFlow's traceback
+                raise KeyboardInterrupt(_where_to_resume(checkpoints_dir)) from None
+            except _PEER_ERRORS as error:
+                if _num_workers(strategy) == 1:
+                    raise
+                raise ToolError(
+                    f"a worker of the cluster stopped or cannot be reached "
+                    f"({type(error).__name__}: {_peer_detail(error)}); "
+                    f"{_where_to_resume(checkpoints_dir)} on every worker"
+                ) from error
+            train_seconds = time.perf_counter() - train_started
+        final_step = int(optimizer.iterations.numpy())
+        if tf.train.latest_checkpoint(checkpoints_dir) != os.path.join(
+            checkpoints_dir, f"ckpt-{final_step}"
+        ):
+            manager.save(checkpoint_number=final_step)
+        # Save: the final evaluation, the model, the summary.
+        eval_results = evaluated
+        if eval_fn is not None and eval_results is None:
+            eval_results = _evaluate(loop, eval_fn, options)
+    finally:
+        if not chief:
+            shutil.rmtree(save_dir, ignore_errors=True)
+    if not chief:
+        return {"step": final_step, "chief": False, "eval": eval_results}
     model_path = os.path.join(options.output_dir, "pretrainer.keras")
     run_directory.atomic_save_model(model, model_path)
     trained_steps = final_step - start_step
@@ -219,26 +254,43 @@ def pretrain(options: PretrainingOptions) -> dict:
         "resumed_from_step": resumed_from,
         "examples_seen": final_step * options.batch_size,
         "trained_steps_this_run": trained_steps,
-        "train_steps_per_second": trained_steps / fit_seconds if fit_seconds else None,
-        # The last Keras epoch, evaluation included: compiling is not in it.
-        "last_epoch_seconds": last_epoch_seconds,
+        "train_steps_per_second": trained_steps / train_seconds if train_seconds else None,
+        # Training only (compilation included), then everything this run did.
+        "train_seconds_this_run": train_seconds,
         "wall_seconds_this_run": time.perf_counter() - started,
+        # The last log interval's training steps (no compilation, no evaluation in it).
+        "seconds_per_step": seconds_per_step,
         "final_train_logs": last_logs,
         "eval": eval_results,
         **eval_counts,
         "num_parameters": int(model.count_params()),
         "strategy": type(strategy).__name__,
         "num_replicas": strategy.num_replicas_in_sync,
+        "num_workers": _num_workers(strategy),
         "precision": policy,
         "sequence_length": layout.sequence_length,
         "max_predictions_per_sequence": layout.max_predictions_per_sequence,
         "config": config.to_dict(),
-        "checkpoint": manager.latest_checkpoint,
+        "checkpoint": tf.train.latest_checkpoint(checkpoints_dir),
         "model": model_path,
     }
     text = run_directory.write_summary(options.output_dir, summary)
     print(f"keras_albert pretraining summary:\n{text}")
     return summary
+
+
+def pretraining_replica_fn(sentence_order_loss_weight: float = 1.0):
+    """The loop's `replica_fn` for MLM + SOP: this replica's share of the global batch's loss
+    (normalized by the global counts, `losses.pretraining_loss`) and its sums."""
+
+    def replica_fn(model, batch, training):
+        x, labels, weights = batch
+        outputs = model(x, training=training)
+        sums = pretraining_sums(labels, outputs, weights)
+        totals = {key: global_sum(sums[key]) for key in ("mlm_weight", "sop_weight")}
+        return pretraining_loss(sums, totals, sentence_order_loss_weight), sums
+
+    return replica_fn
 
 
 def compile_pretrainer(
@@ -278,44 +330,120 @@ def compile_pretrainer(
     )
 
 
-def _where_to_resume(manager: tf.train.CheckpointManager) -> str:
-    if manager.latest_checkpoint is None:
-        return f"no checkpoint in {manager.directory} yet — rerun the same command to start over"
-    return f"last checkpoint {manager.latest_checkpoint} — rerun the same command to resume"
+# What a collective raises when a peer worker died or cannot be reached.
+_PEER_ERRORS = (
+    tf.errors.UnavailableError,
+    tf.errors.AbortedError,
+    tf.errors.CancelledError,
+    tf.errors.DeadlineExceededError,
+    tf.errors.InternalError,
+    tf.errors.UnknownError,
+)
 
 
-def _fit(model, manager, options, layout, masking, start_step, validation) -> tuple:
-    """`model.fit` from `start_step` to `train_steps`: one Keras epoch per `log_every_steps`
-    steps, and a shorter last call when `train_steps` is not a multiple of it."""
+def _peer_detail(error: Exception) -> str:
+    """The line of TensorFlow's message that names the peer, else its first line."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    for line in lines:
+        if any(word in line.lower() for word in ("task", "worker", "heartbeat", "peer")):
+            return line[:300]
+    return lines[0][:300] if lines else ""
+
+
+def _where_to_resume(checkpoints_dir: str) -> str:
+    latest = tf.train.latest_checkpoint(checkpoints_dir)
+    if latest is None:
+        return f"no checkpoint in {checkpoints_dir} yet — rerun the same command to start over"
+    return f"last checkpoint {latest} — rerun the same command to resume"
+
+
+def _learning_rate_at(optimizer, step: int) -> float:
+    rate = optimizer._learning_rate
+    if isinstance(rate, keras.optimizers.schedules.LearningRateSchedule):
+        return float(rate(max(step, 0)))
+    return float(keras.ops.convert_to_numpy(rate))
+
+
+def _resolve_jit_compile(jit_compile, strategy) -> bool:
+    """`"auto"`: XLA on GPUs and TPUs, not on a CPU (Keras's `"auto"` does the same)."""
+    if jit_compile == "auto":
+        return choose_precision_policy(strategy) != "float32"
+    return bool(jit_compile)
+
+
+def _num_workers(strategy) -> int:
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) or resolver is None:
+        return 1
+    return max(len(resolver.cluster_spec().as_dict().get("worker", [])), 1)
+
+
+def _evaluate(loop: TrainingLoop, eval_fn, options: PretrainingOptions) -> dict:
+    sums = loop.evaluate(eval_fn)
+    return pretraining_logs(sums, options.sentence_order_loss_weight)
+
+
+class StepCheckpoints:
+    """Saves every `every` steps and at the last step (a loop callback)."""
+
+    def __init__(self, manager: tf.train.CheckpointManager, every: int, train_steps: int):
+        self.manager = manager
+        self.every = every
+        self.train_steps = train_steps
+
+    def on_log(self, step: int, logs: dict) -> None:
+        if step % self.every == 0 or step >= self.train_steps:
+            self.manager.save(checkpoint_number=step)
+
+
+def _train(loop, manager, options, layout, masking, eval_fn, start_step, chief) -> tuple:
+    """From `start_step` to `train_steps`, one log row every `log_every_steps` steps (at
+    multiples of it, and at the last step); returns the last logs, the last evaluation (None
+    when the last step was not evaluated) and the last interval's seconds per step."""
     eval_every = options.eval_every_steps or options.checkpoint_every_steps
-    logger = StepLogs()
-    callbacks = [
-        logger,
-        StepCheckpoints(manager, options.checkpoint_every_steps, options.train_steps),
-        StepTensorBoard(os.path.join(options.output_dir, "logs")),
-        keras.callbacks.CSVLogger(os.path.join(options.output_dir, "history.csv"), append=True),
-        keras.callbacks.TerminateOnNaN(),
-    ]
+    names = ("loss", "mlm_loss", "sop_loss", "mlm_accuracy", "sop_accuracy")
+    checkpoints = StepCheckpoints(manager, options.checkpoint_every_steps, options.train_steps)
+    callbacks: list = [checkpoints]
+    if chief:
+        columns = ("step", "learning_rate", *names)
+        if eval_fn is not None:
+            columns += tuple(f"val_{name}" for name in names)
+        callbacks += [
+            HistoryCsv(os.path.join(options.output_dir, "history.csv"), columns),
+            TensorBoardLogs(os.path.join(options.output_dir, "logs")),
+        ]
+        if options.verbose:
+            callbacks.append(StepProgress(options.train_steps, names=("loss", "mlm_accuracy")))
+    iterator = loop.iterator(
+        lambda context: make_datasets(options, layout, masking, start_step, context)
+    )
+    inner = getattr(loop.optimizer, "inner_optimizer", loop.optimizer)
     step = start_step
+    logs: dict = {}
+    evaluation = seconds_per_step = None
+    run_callbacks(callbacks, "on_train_begin", step)
     while step < options.train_steps:
-        epoch_steps = min(options.log_every_steps, options.train_steps - step)
-        num_epochs = (options.train_steps - step) // epoch_steps
-        initial_epoch = step // options.log_every_steps
-        model.fit(
-            make_datasets(options, layout, masking, start_step=step),
-            steps_per_epoch=epoch_steps,
-            initial_epoch=initial_epoch,
-            epochs=initial_epoch + num_epochs,
-            validation_data=validation,
-            validation_freq=max(eval_every // options.log_every_steps, 1),
-            callbacks=callbacks,
-            shuffle=False,  # the dataset shuffles, seeded
-            verbose=options.verbose,
+        num_steps = min(
+            options.log_every_steps - step % options.log_every_steps, options.train_steps - step
         )
-        step = int(model.optimizer.iterations.numpy())
-        if model.stop_training:  # TerminateOnNaN
+        interval_started = time.perf_counter()
+        sums = loop.train(iterator, num_steps)
+        seconds_per_step = (time.perf_counter() - interval_started) / num_steps
+        step = int(loop.optimizer.iterations.numpy())
+        # The mean of the steps' losses; the task losses and accuracies over every prediction.
+        logs = {**pretraining_logs(sums, options.sentence_order_loss_weight)}
+        logs["loss"] = sums["loss"] / num_steps
+        if not all(map(math.isfinite, logs.values())):
             raise FloatingPointError(
                 f"The loss became NaN or infinite by step {step}; the last checkpoint in "
                 f"{manager.directory} precedes it."
             )
-    return logger.last_logs, logger.last_epoch_seconds
+        evaluation = None
+        if eval_fn is not None and (step % eval_every == 0 or step >= options.train_steps):
+            evaluation = _evaluate(loop, eval_fn, options)
+            logs.update({f"val_{name}": value for name, value in evaluation.items()})
+        # The rate the last update used: the schedule at iterations - 1.
+        logs = {"step": step, "learning_rate": _learning_rate_at(inner, step - 1), **logs}
+        run_callbacks(callbacks, "on_log", step, logs)
+    run_callbacks(callbacks, "on_train_end", step)
+    return logs, evaluation, seconds_per_step

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 
 import tensorflow as tf
 
 from keras_albert.config import AlbertConfig
 from keras_albert.text.pretraining.dataset import DynamicMasking, make_pretraining_dataset
 from keras_albert.text.pretraining.records import RecordLayout, count_records
+from keras_albert.training.loop import replica_share
 from keras_albert.training.options import PretrainingOptions
 
 # The dataset's label keys → the model's output names (what `compile` matches them to).
@@ -112,8 +114,13 @@ def make_datasets(
     layout: RecordLayout,
     masking: DynamicMasking | None = None,
     start_step: int = 0,
+    input_context: tf.distribute.InputContext | None = None,
 ) -> tf.data.Dataset:
     """The training stream from global batch `start_step` on, keyed for `compile_pretrainer`.
+
+    With `input_context` (`distribute_datasets_from_function`), this pipeline's replicas'
+    shares of each global batch (`loop.replica_share`): the replicas together train on the
+    batches one device would, so a run resumes on any number of replicas.
 
     Deterministic for a given `options.seed`: batch `k` is the same whatever `start_step`
     the stream was made with, and however often the stream has been iterated before (Keras
@@ -138,7 +145,10 @@ def make_datasets(
         )
 
     passes = tf.data.Dataset.range(_MAX_PASSES).flat_map(one_pass)
-    return passes.skip(start_step).map(to_model_labels).prefetch(tf.data.AUTOTUNE)
+    stream = passes.skip(start_step).map(to_model_labels)
+    if input_context is not None:
+        stream = replica_share(stream, options.batch_size, input_context)
+    return stream.prefetch(tf.data.AUTOTUNE)
 
 
 def _pass_seed(seed: int, index):
@@ -151,8 +161,9 @@ def eval_dataset(
     layout: RecordLayout,
     masking: DynamicMasking | None,
     strategy: tf.distribute.Strategy,
-) -> tuple[tf.data.Dataset, dict]:
-    """The held-out batches and how many records they hold (and leave out).
+) -> tuple[Callable, dict]:
+    """The held-out batches (a dataset function; with an `InputContext`, the replicas'
+    shares of each batch) and how many records they hold (and leave out).
 
     Every record is evaluated: the last batch is a partial one, except on a TPU, whose shapes
     must be static — there the remainder is left out and counted. The dataset's cardinality is
@@ -172,17 +183,24 @@ def eval_dataset(
             f"eval_data holds {num_records} records: not one batch of {options.batch_size}"
             + (" (a TPU evaluates full batches only)." if num_records else ".")
         )
-    dataset = make_pretraining_dataset(
-        files,
-        options.batch_size,
-        layout.sequence_length,
-        layout.max_predictions_per_sequence,
-        shuffle=False,
-        seed=options.seed,
-        dynamic_masking=masking,
-        drop_remainder=static,
-    ).map(to_model_labels)
-    dataset = dataset.take(num_batches).apply(tf.data.experimental.assert_cardinality(num_batches))
+
+    def dataset_fn(input_context: tf.distribute.InputContext | None = None) -> tf.data.Dataset:
+        dataset = make_pretraining_dataset(
+            files,
+            options.batch_size,
+            layout.sequence_length,
+            layout.max_predictions_per_sequence,
+            shuffle=False,
+            seed=options.seed,
+            dynamic_masking=masking,
+            drop_remainder=static,
+        ).map(to_model_labels)
+        dataset = dataset.take(num_batches)
+        dataset = dataset.apply(tf.data.experimental.assert_cardinality(num_batches))
+        if input_context is not None:
+            dataset = replica_share(dataset, options.batch_size, input_context)
+        return dataset
+
     evaluated = min(num_records, num_batches * options.batch_size)
     counts = {"eval_records": num_records, "eval_records_evaluated": evaluated}
-    return dataset, counts
+    return dataset_fn, counts

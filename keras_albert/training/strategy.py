@@ -209,3 +209,25 @@ def _tpu_strategy(tpu_address: str | None, connect_timeout_s: float) -> tf.distr
             f"{type(error).__name__}: {str(error).splitlines()[0]}"
         ) from error
     return tf.distribute.TPUStrategy(resolver)
+
+
+def is_chief(strategy: tf.distribute.Strategy) -> bool:
+    """Whether this process writes a run's final artifacts: always, except under
+    `MultiWorkerMirroredStrategy` on a worker that is not the chief (the "chief" task, else
+    worker 0)."""
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) or resolver is None:
+        return True
+    task_type, task_id = resolver.task_type, resolver.task_id
+    if task_type in (None, "chief"):
+        return True
+    has_chief = "chief" in resolver.cluster_spec().as_dict()
+    return task_type == "worker" and task_id == 0 and not has_chief
+
+
+def worker_name(strategy: tf.distribute.Strategy) -> str:
+    """`"worker-1"` under `MultiWorkerMirroredStrategy`, else `"local"`."""
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) or resolver is None:
+        return "local"
+    return f"{resolver.task_type}-{resolver.task_id}"

@@ -2,6 +2,7 @@
 uninterrupted run ends; MirroredStrategy on 2 logical CPUs trains like one device."""
 
 import csv
+import json
 import os
 import re
 import signal
@@ -128,9 +129,15 @@ def test_killed_with_sigkill_and_rerun_ends_like_an_uninterrupted_run(tmp_path):
     finish(reference_process)
     rows = history(interrupted)
     steps = [int(row["step"]) for row in rows]
-    # history.csv is appended: the rows before the kill, then the rerun's from its checkpoint,
-    # the first one `--log-every-steps` (4) steps after the resume step, then every 4.
-    assert steps[killed_at:] == list(range(resume_step + 4, train_steps + 1, 4))
+    # One row per logged step: the rows logged after the checkpoint the rerun resumed from
+    # were dropped (those steps ran again), then the rerun's rows every 4 steps.
+    assert steps == list(range(4, train_steps + 1, 4))
+    assert f"row(s) past step {resume_step}" in rerun_output or killed_at * 4 == resume_step
+    killed_at = resume_step // 4
+    # The rerun reports the time it spent.
+    summary = json.loads((interrupted / "summary.json").read_text())
+    assert summary["trained_steps_this_run"] == train_steps - resume_step
+    assert 0 < summary["train_seconds_this_run"] <= summary["wall_seconds_this_run"]
     for expected, actual in zip(final_weights(reference), final_weights(interrupted), strict=True):
         np.testing.assert_array_equal(actual, expected)
     # The rerun's logged losses are the reference's at the same steps.
@@ -140,25 +147,25 @@ def test_killed_with_sigkill_and_rerun_ends_like_an_uninterrupted_run(tmp_path):
 
 
 def test_mirrored_on_two_logical_cpus_equals_one_device(tmp_path):
-    """Same global batch split over two replicas. With every prediction real, each replica's
-    MLM normalizer is half the global one; with a varied number of real predictions per
-    record (1 to 4), the replicas' halves hold different counts, so a per-replica normalizer
-    would weight them wrongly: the loss must be normalized by the global count. In float32
-    the replicas' partial sums round differently and LAMB (which
-    divides by sqrt(v) and by tensor norms) carries that on: after 16 steps the weights agree
-    to ~1e-5 and the logged losses to ~1e-6, not bit for bit."""
+    """Same global batch split over two replicas, through the same loop as one device. With a
+    varied number of real predictions per record (1 to 4), the replicas' halves hold
+    different counts, so a per-replica normalizer would weight them wrongly: the loop
+    normalizes by the global count. In float32 the replicas' partial sums round differently
+    and LAMB (which divides by sqrt(v) and by tensor norms) carries that on: after 16 steps
+    the weights agree to ~1e-5 and the logged losses to ~1e-6, not bit for bit. The
+    held-out set (21 records: a short last batch of 5, split 4 + 1 over the replicas) gives
+    the same evaluation."""
     for i in range(2):
-        write_records(
-            tmp_path / f"train-{i}.tfrecord", 40, seed=i,
-            num_real_predictions=4,
-        )  # fmt: skip
+        write_records(tmp_path / f"train-{i}.tfrecord", 40, seed=i)
+    write_records(tmp_path / "eval.tfrecord", 21, seed=9)
     train_steps = 16
     one = tmp_path / "one"
     mirrored = tmp_path / "mirrored"
-    command = pretrain_command(tmp_path, mirrored, train_steps)
+    evaluation = ["--eval-data", str(tmp_path / "eval.tfrecord"), "--eval-every-steps", "8"]
+    command = pretrain_command(tmp_path, mirrored, train_steps, evaluation)
     command[command.index("--strategy") + 1] = "mirrored"
     finish(
-        start(pretrain_command(tmp_path, one, train_steps)),
+        start(pretrain_command(tmp_path, one, train_steps, evaluation)),
         start([sys.executable, "-c", WITH_LOGICAL_CPUS.format(tool=str(TOOL)), "2", *command[2:]]),
     )
 
@@ -172,6 +179,13 @@ def test_mirrored_on_two_logical_cpus_equals_one_device(tmp_path):
     ]
     assert max(differences) <= 1e-4, differences
     assert float(one_rows[-1]["loss"]) < float(one_rows[0]["loss"])  # it trained
+    one_eval = json.loads((one / "summary.json").read_text())["eval"]
+    mirrored_summary = json.loads((mirrored / "summary.json").read_text())
+    assert mirrored_summary["num_replicas"] == 2
+    assert mirrored_summary["eval_records_evaluated"] == 21
+    for name, value in one_eval.items():
+        np.testing.assert_allclose(mirrored_summary["eval"][name], value, rtol=2e-5, err_msg=name)
+    assert [row["val_loss"] != "" for row in mirrored_rows] == [False, True, False, True]
 
 
 # The MLM loss of one global batch under MirroredStrategy on 2 logical CPUs, in float64.
@@ -196,10 +210,11 @@ np.save(sys.argv[2], total.numpy())
 
 
 def test_mirrored_mlm_loss_normalizes_each_replica_by_its_own_real_predictions(tmp_path):
-    """With 1 to 4 real predictions per example, the replicas' halves of a global batch of 8
+    """`MaskedLMLoss` (what `model.fit` uses; the drivers' loop normalizes globally instead):
+    with 1 to 4 real predictions per example, the replicas' halves of a global batch of 8
     hold different counts: the summed replica losses (what the gradient follows) are the mean
     over replicas of each one's weighted NLL over its own weight sum, as the original did per
-    TPU core (see `MaskedLMLoss`), which here differs from the global normalizer."""
+    TPU core, which here differs from the global normalizer."""
     rng = np.random.default_rng(0)
     counts = np.array([1, 1, 1, 2, 4, 4, 3, 4])  # replica 0: 5 real predictions, replica 1: 15
     weights = (np.arange(4)[None, :] < counts[:, None]).astype(np.float64)

@@ -19,6 +19,7 @@ spans with p(n) ∝ 1/n, a budget of `round(masked_lm_prob * non-special tokens)
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Sequence
 
@@ -228,6 +229,28 @@ def dynamic_mask(
     }
 
 
+@contextlib.contextmanager
+def _op_seeds_from(seed):
+    """Seeds the ops made inside from `seed` alone when `seed` is a tensor (a pipeline made
+    per pass inside `flat_map`, whose seed depends on the pass).
+
+    There TensorFlow would mix the graph's seed (the global one) into the op seed, and with a
+    global seed of 0 it compares the tensor seed with 0 in Python, which fails in a traced
+    function. The graph's seed is cleared meanwhile, so such pipelines do not depend on the
+    global seed at all. A Python `seed` (or None) is left to TensorFlow's usual rule.
+    """
+    if not isinstance(seed, tf.Tensor) or tf.executing_eagerly():
+        yield
+        return
+    graph = tf.compat.v1.get_default_graph()
+    saved = graph.seed
+    graph.seed = None
+    try:
+        yield
+    finally:
+        graph.seed = saved
+
+
 def _to_fit_inputs(features: dict[str, tf.Tensor]):
     x = {name: features[name] for name in ("token_ids", "segment_ids", "padding_mask")}
     x["mask_positions"] = features["mask_positions"]
@@ -296,7 +319,8 @@ def make_pretraining_dataset(
 
     dataset = tf.data.Dataset.from_tensor_slices(files)
     if shuffle:
-        dataset = dataset.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
+        with _op_seeds_from(seed):
+            dataset = dataset.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
     dataset = dataset.interleave(
         tf.data.TFRecordDataset,
         cycle_length=min(cycle_length, len(files)),
@@ -306,7 +330,8 @@ def make_pretraining_dataset(
     if num_pipelines > 1 and not shard_files:
         dataset = dataset.shard(num_pipelines, pipeline_id)
     if shuffle:
-        dataset = dataset.shuffle(shuffle_buffer_size, seed=seed, reshuffle_each_iteration=True)
+        with _op_seeds_from(seed):
+            dataset = dataset.shuffle(shuffle_buffer_size, seed=seed, reshuffle_each_iteration=True)
     if repeat:
         dataset = dataset.repeat()
 
@@ -318,7 +343,9 @@ def make_pretraining_dataset(
         num_parallel_calls=tf.data.AUTOTUNE,
     )
     if dynamic:
-        seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).batch(2)
+        with _op_seeds_from(seed):
+            seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True)
+        seeds = seeds.batch(2)
         dataset = tf.data.Dataset.zip(dataset, seeds)
 
         def remask(features, element_seed):

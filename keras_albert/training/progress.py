@@ -1,0 +1,92 @@
+"""Progress over optimizer steps: one line per log interval with the rate and the time left.
+
+    step 150/2000 · 3.1 steps/s · 10m 12s left · loss 4.812 · mlm_accuracy 0.153
+
+The rate is measured over the steps of this run since its first line (the first interval
+holds the compilation, so its own rate is reported only until a second line exists).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TextIO
+
+
+def format_duration(seconds: float) -> str:
+    """`3h 05m`, `10m 12s`, `42s`."""
+    seconds = max(int(round(seconds)), 0)
+    hours, rest = divmod(seconds, 3600)
+    minutes, seconds = divmod(rest, 60)
+    if hours:
+        return f"{hours}h {minutes:02d}m"
+    if minutes:
+        return f"{minutes}m {seconds:02d}s"
+    return f"{seconds}s"
+
+
+class StepProgress:
+    """Prints a progress line for a step count; a loop callback (`on_train_begin`, `on_log`).
+
+    Args:
+        total_steps: the step the run ends at.
+        names: the logs to print after the rate, in this order (absent ones are skipped).
+        stream: where to print; defaults to `sys.stdout`.
+        clock: a monotonic clock in seconds (tests pass their own).
+
+    Example:
+
+    >>> import io
+    >>> out = io.StringIO()
+    >>> ticks = iter([0.0, 10.0, 20.0])
+    >>> progress = StepProgress(100, names=("loss",), stream=out, clock=lambda: next(ticks))
+    >>> progress.on_train_begin(0)
+    >>> progress.on_log(10, {"loss": 2.5})
+    >>> progress.on_log(20, {"loss": 2.25})
+    >>> print(out.getvalue().strip().splitlines()[-1])
+    step 20/100 · 1.0 steps/s · 1m 20s left · loss 2.250
+    """
+
+    def __init__(
+        self,
+        total_steps: int,
+        names: tuple[str, ...] = ("loss",),
+        stream: TextIO | None = None,
+        clock=time.perf_counter,
+    ):
+        self.total_steps = int(total_steps)
+        self.names = tuple(names)
+        self.stream = stream
+        self.clock = clock
+        self._begin: tuple[int, float] | None = None
+        self._first_line: tuple[int, float] | None = None
+        self.last_line = ""
+
+    def on_train_begin(self, step: int) -> None:
+        self._begin = (int(step), self.clock())
+        self._first_line = None
+
+    def steps_per_second(self, step: int, now: float) -> float | None:
+        start = self._first_line if self._first_line is not None else self._begin
+        if start is None or step <= start[0] or now <= start[1]:
+            return None
+        return (step - start[0]) / (now - start[1])
+
+    def on_log(self, step: int, logs: dict) -> None:
+        now = self.clock()
+        if self._begin is None:
+            self.on_train_begin(step)
+            return
+        rate = self.steps_per_second(step, now)
+        if self._first_line is None:
+            self._first_line = (int(step), now)
+        parts = [f"step {step}/{self.total_steps}"]
+        if rate:
+            parts.append(f"{rate:.3g} steps/s")
+            left = self.total_steps - step
+            parts.append(f"{format_duration(left / rate)} left" if left else "done")
+        for name in self.names:
+            if name in logs and logs[name] is not None:
+                parts.append(f"{name} {float(logs[name]):.3f}")
+        self.last_line = " · ".join(parts)
+        print(self.last_line, file=self.stream or sys.stdout, flush=True)
