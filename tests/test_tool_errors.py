@@ -18,7 +18,6 @@ import pytest
 from keras_albert import AlbertConfig
 from keras_albert.cli import DEBUG_HELP
 from keras_albert.training import pretraining
-from keras_albert.training.callbacks import StepCheckpoints
 from keras_albert.training.finetuning import FinetuningOptions, finetune
 from tests.text.glue_rows import GLUE_DATA
 from tests.training.test_finetuning import TINY_30K
@@ -134,10 +133,11 @@ def test_pretraining_interrupt_names_the_last_checkpoint(tmp_path, monkeypatch):
     records = {"train_data": str(data / "train.tfrecord")}
     records["config"] = write_config(tmp_path / "config.json")
 
-    class CtrlCAfterFirstCheckpoint(StepCheckpoints):
-        def on_epoch_end(self, epoch, logs=None):
-            super().on_epoch_end(epoch, logs)
-            raise KeyboardInterrupt  # as Ctrl-C arrives inside fit
+    class CtrlCAfterFirstCheckpoint(pretraining.StepCheckpoints):
+        def on_log(self, step, logs):
+            super().on_log(step, logs)
+            if step >= self.every:
+                raise KeyboardInterrupt  # as Ctrl-C arrives inside the loop
 
     monkeypatch.setattr(pretraining, "StepCheckpoints", CtrlCAfterFirstCheckpoint)
     options = pretraining_options(tmp_path, records)
