@@ -94,7 +94,7 @@ def hf_step(model, inputs):
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
-        return float(loss)
+        return loss.item()
 
     return step
 
