@@ -1,8 +1,13 @@
-"""Fine-tune ALBERT on a GLUE-style task (SST-2, MRPC, STS-B, CoLA, RTE, QQP, MNLI, QNLI, generic).
+"""Fine-tune ALBERT on a GLUE-style task, SQuAD v1.1 / v2.0, RACE or named entities (NER).
 
-Defaults per task: google-research/albert run_glue.sh; --scale shrinks the step counts. Every
-flag is a field of `keras_albert.training.options.FinetuningOptions` (its docstring gives the
-meaning, the default is the dataclass's).
+Tasks: SST-2, MRPC, STS-B, CoLA, RTE, QQP, MNLI, QNLI, generic, squad_v1, squad_v2, race, ner.
+
+Defaults per task: google-research/albert run_glue.sh for GLUE, the original README for SQuAD
+(lr 5e-5, batch 48, 2 epochs, 10% warmup, sequence length 384) and RACE (lr 1e-5, batch 32,
+12,000 steps, 1,000 warmup, sequence length 512), Hugging Face run_ner for NER (lr 5e-5, batch
+32, 3 epochs, sequence length 128); --scale shrinks the step counts. Every flag is a field of
+`keras_albert.training.options.FinetuningOptions` (its docstring gives the meaning, the
+default is the dataclass's).
 
 Examples:
   python tools/finetune.py --task SST-2 --train-data glue/SST-2/train.tsv \\
@@ -14,6 +19,14 @@ Examples:
   python tools/finetune.py --task generic --text-columns review --label-column stars \\
       --labels 1,2,3,4,5 --train-data reviews_train.csv --eval-data reviews_dev.csv \\
       --preset albert_base_v2 --sentencepiece-model 30k-clean.model --output-dir runs/reviews
+  python tools/finetune.py --task squad_v2 --squad-answerability answer_class \\
+      --train-data squad/train-v2.0.json --eval-data squad/dev-v2.0.json \\
+      --init-checkpoint albert_base_hf/ --sentencepiece-model 30k-clean.model \\
+      --output-dir runs/squad2 --scale 0.01
+  python tools/finetune.py --task race --train-data RACE/train --eval-data RACE/dev \\
+      --init-checkpoint runs/austen/pretrain --output-dir runs/race --scale 0.01
+  python tools/finetune.py --task ner --train-data wnut17/train.conll \\
+      --eval-data wnut17/dev.conll --init-checkpoint runs/austen/pretrain --output-dir runs/ner
 """
 
 import argparse

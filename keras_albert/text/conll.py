@@ -28,6 +28,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_albert.text.files import write_text_atomically
+from keras_albert.text.pipeline import example_batches
 from keras_albert.validation import require_int
 
 IGNORE_LABEL = -100
@@ -209,22 +210,13 @@ def make_ner_dataset(
     `batch_size` (global) is divided among the replicas.
     """
     require_int("sequence_length", sequence_length, minimum=3)
-    require_int("batch_size", batch_size, minimum=1)
     words = tf.ragged.constant(sentences.words, dtype=tf.string)
-    labeled = sentences.tags is not None
-    columns = (
-        (words, tf.ragged.constant(tag_ids(sentences, labels), dtype=tf.int32))
-        if (labeled)
-        else (words,)
+    columns = (words,)
+    if sentences.tags is not None:
+        columns += (tf.ragged.constant(tag_ids(sentences, labels), dtype=tf.int32),)
+    dataset = example_batches(
+        columns, len(sentences), batch_size, training, seed, input_context, ragged=True
     )
-    dataset = tf.data.Dataset.from_tensor_slices(columns)
-    if input_context is not None:
-        dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
-        batch_size = input_context.get_per_replica_batch_size(batch_size)
-    if training:
-        dataset = dataset.shuffle(len(sentences), seed=seed, reshuffle_each_iteration=True)
-        dataset = dataset.repeat()
-    dataset = dataset.ragged_batch(batch_size, drop_remainder=training)
 
     def encode(batch_words, *batch_labels):
         encoded = encode_words(tokenizer, batch_words, sequence_length)

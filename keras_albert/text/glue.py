@@ -28,6 +28,8 @@ import numpy as np
 import tensorflow as tf
 from tqdm.auto import tqdm
 
+from keras_albert.text.pipeline import example_batches, served_from_memory
+
 CLASSIFICATION_METRICS = ("accuracy", "f1", "matthews_correlation")
 REGRESSION_METRICS = ("pearson", "spearman")
 
@@ -45,7 +47,8 @@ class Layout:
     Args:
         text_columns: one column (single sentence) or two (a pair).
         label_column: the label; not needed when reading unlabeled (test) files.
-        id_column: an example id written to the predictions file; the line number otherwise.
+        id_column: an example id written to the predictions file; otherwise the example's index
+            among the file's examples, from 0.
         header: whether the first line names the columns.
         quoting: CSV quoting (`"a, b"` with `""` escapes) as Python's `csv` reads it; GLUE
             TSV files are read without (a field may start with a lone `"`).
@@ -255,8 +258,9 @@ class Examples:
     """The rows of a task file.
 
     `texts` holds one list of strings per text column; `labels` is int32 class indices,
-    float32 scores (regression) or `None` for an unlabeled file; `ids` and `line_numbers`
-    give each example's id and the (1-based) line it ends on.
+    float32 scores (regression) or `None` for an unlabeled file; `ids` are the file's id
+    column or, without one, the example's index from 0; `line_numbers` the (1-based) line each
+    example ends on.
     """
 
     path: str
@@ -394,7 +398,8 @@ def read_examples(
         for values, index in zip(texts, text_indices, strict=True):
             values.append(row[index])
         labels.append(label)
-        ids.append(row[id_index] if id_index is not None else str(line))
+        # Without an id column: the example's row among the file's examples, from 0.
+        ids.append(row[id_index] if id_index is not None else str(len(ids)))
         line_numbers.append(line)
     if not ids:
         reason = f"; {len(skipped)} invalid rows skipped, first: {skipped[0]}" if skipped else ""
@@ -453,23 +458,15 @@ def make_dataset(
     is divided among the replicas.
 
     `in_memory=True` (evaluation only) runs the pipeline once and serves the packed tensors
-    from memory: a dataset evaluated every epoch then costs no tokenization, nor the ~1 s it
-    takes TensorFlow to set up the tokenizer's kernels each time an iterator is created.
+    from memory (`keras_albert.text.pipeline.served_from_memory`).
     """
     if in_memory and training:
         raise ValueError("`in_memory` is for evaluation datasets; a training one repeats")
-    if batch_size < 1:
-        raise ValueError(f"`batch_size` must be an integer >= 1. Received: batch_size={batch_size}")
     texts = tuple(tf.constant(values, dtype=tf.string) for values in examples.texts)
     features = texts if examples.labels is None else (texts, examples.labels)
-    dataset = tf.data.Dataset.from_tensor_slices(features)
-    if input_context is not None:
-        dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
-        batch_size = input_context.get_per_replica_batch_size(batch_size)
-    if training:
-        dataset = dataset.shuffle(len(examples), seed=seed, reshuffle_each_iteration=True)
-        dataset = dataset.repeat()
-    dataset = dataset.batch(batch_size, drop_remainder=training)
+    dataset = example_batches(
+        features, len(examples), batch_size, training, seed, input_context=input_context
+    )
     packer = tokenizer.packer(sequence_length)
 
     def encode(segments):
@@ -492,8 +489,5 @@ def make_dataset(
             lambda segments, label: (encode(segments), label), num_parallel_calls=tf.data.AUTOTUNE
         )
     if in_memory:
-        batches = list(dataset)
-        # Concatenate the batches back into whole columns: (num_examples, sequence_length).
-        columns = tf.nest.map_structure(lambda *parts: tf.concat(parts, axis=0), *batches)
-        dataset = tf.data.Dataset.from_tensor_slices(columns).batch(batch_size)
+        dataset = served_from_memory(dataset, batch_size)
     return dataset.prefetch(tf.data.AUTOTUNE)

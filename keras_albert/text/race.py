@@ -36,6 +36,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_albert.text.files import write_text_atomically
+from keras_albert.text.pipeline import example_batches
 from keras_albert.validation import require_int
 
 MAX_QA_LENGTH = 128  # the original run_race.py default
@@ -337,7 +338,6 @@ def make_race_dataset(
     """
     require_int("sequence_length", sequence_length, minimum=5)
     require_int("max_qa_length", max_qa_length, minimum=1)
-    require_int("batch_size", batch_size, minimum=1)
     options, present = padded_options(examples, num_choices or examples.max_choices)
     features = (
         tf.constant(examples.articles, tf.string),
@@ -346,16 +346,14 @@ def make_race_dataset(
         tf.constant(present),
     )
     labeled = examples.labels is not None
-    dataset = tf.data.Dataset.from_tensor_slices(
-        (features, examples.labels) if labeled else (features,)
+    dataset = example_batches(
+        (features, examples.labels) if labeled else (features,),
+        len(examples),
+        batch_size,
+        training,
+        seed,
+        input_context=input_context,
     )
-    if input_context is not None:
-        dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
-        batch_size = input_context.get_per_replica_batch_size(batch_size)
-    if training:
-        dataset = dataset.shuffle(len(examples), seed=seed, reshuffle_each_iteration=True)
-        dataset = dataset.repeat()
-    dataset = dataset.batch(batch_size, drop_remainder=training)
     packer = tokenizer.packer(sequence_length)
 
     def encode(features, *label):
@@ -394,7 +392,8 @@ def accuracy_by_level(examples: RaceExamples, predictions: np.ndarray) -> dict[s
 
 
 def write_race_predictions(path, examples: RaceExamples, probabilities: np.ndarray) -> None:
-    """One JSON line per question: id, level, predicted letter, gold letter, probabilities."""
+    """One JSON line per question: its index (from 0), id, level, predicted letter, gold
+    letter, probabilities."""
     probabilities = np.asarray(probabilities, dtype=np.float64)
     if probabilities.shape[0] != len(examples):
         raise ValueError(
@@ -406,6 +405,7 @@ def write_race_predictions(path, examples: RaceExamples, probabilities: np.ndarr
         count = len(examples.options[row])
         scores = probabilities[row, :count]
         record = {
+            "index": row,
             "id": example_id,
             "level": examples.levels[row],
             "prediction": chr(ord("A") + int(np.argmax(scores))),

@@ -257,6 +257,19 @@ def write_prediction_files(result: SquadPredictions, output_dir: str | os.PathLi
     write_json(result.nbest, os.path.join(output_dir, "nbest_predictions.json"))
 
 
+def evaluation_metrics(
+    dataset: Mapping, result: SquadPredictions, null_score_threshold: float | None = None
+) -> dict:
+    """The official metrics of `result` (see `write_evaluation`), without writing anything."""
+    if null_score_threshold is None:
+        return evaluate(dataset, result.predictions)
+    metrics = evaluate(
+        dataset, result.predictions, result.null_odds, no_answer_threshold=null_score_threshold
+    )
+    metrics["null_score_threshold"] = null_score_threshold
+    return metrics
+
+
 def write_evaluation(
     dataset: Mapping,
     result: SquadPredictions,
@@ -269,12 +282,6 @@ def write_evaluation(
     the predictions do (null odds above the threshold), and also report the best thresholds.
     """
     write_prediction_files(result, output_dir)
-    if null_score_threshold is None:
-        metrics = evaluate(dataset, result.predictions)
-    else:
-        metrics = evaluate(
-            dataset, result.predictions, result.null_odds, no_answer_threshold=null_score_threshold
-        )
-        metrics["null_score_threshold"] = null_score_threshold
+    metrics = evaluation_metrics(dataset, result, null_score_threshold)
     write_json(metrics, os.path.join(output_dir, "metrics.json"))
     return metrics

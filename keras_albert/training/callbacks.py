@@ -1,5 +1,5 @@
 """The callbacks of the two drivers: step-axis logs, TensorBoard and checkpoints (pretraining),
-the GLUE evaluation and the best model (fine-tuning)."""
+the task evaluation, the best model and step progress (fine-tuning)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_albert.text.glue import TaskSpec
-from keras_albert.training.glue_metrics import compute_metrics, predictions_from_logits
+from keras_albert.training.finetuning_task import FinetuningTask
 from keras_albert.training.logs import with_our_names
 from keras_albert.training.run_directory import atomic_save_model
 
@@ -78,37 +77,67 @@ class StepTensorBoard(keras.callbacks.TensorBoard):
         super().on_epoch_end(int(self.model.optimizer.iterations.numpy()), logs)
 
 
-class GlueEvaluation(keras.callbacks.Callback):
-    """After each epoch: predict the eval set, add `val_<metric>` and `val_loss` to the logs.
+class TaskEvaluation(keras.callbacks.Callback):
+    """After each epoch: `task.evaluate(model)`, added to the logs as `val_<metric>`.
 
     Put it before callbacks that read those logs (`BestModel`, TensorBoard, CSVLogger): Keras
     hands the same `logs` dict to each callback in turn.
     """
 
-    def __init__(self, task: TaskSpec, dataset, labels: np.ndarray, loss):
+    def __init__(self, task: FinetuningTask, batch_size: int):
         super().__init__()
         self.task = task
-        self.dataset = dataset
-        self.labels = labels
-        self.loss = loss
+        self.batch_size = batch_size
         self.history: list[dict] = []
 
-    def evaluate(self) -> tuple[dict, np.ndarray]:
-        logits = self.model.predict(self.dataset, verbose=0)
-        loss = float(keras.ops.convert_to_numpy(keras.ops.mean(self.loss(self.labels, logits))))
-        predictions = predictions_from_logits(self.task, logits)
-        results = compute_metrics(self.task, self.labels, predictions)
-        return {"loss": loss, **results}, predictions
-
     def on_epoch_end(self, epoch, logs=None):
-        results, _ = self.evaluate()
+        results = self.task.evaluate(self.model, self.batch_size)
         if logs is not None:
             logs.update({f"val_{name}": value for name, value in results.items()})
         self.history.append({"epoch": epoch + 1, **results})
-        print(
-            f"\n{self.task.name} eval after epoch {epoch + 1}: "
-            + ", ".join(f"{name}={value:.4f}" for name, value in results.items())
-        )
+        shown = ", ".join(f"{name}={value:.4g}" for name, value in results.items())
+        end_of_bar = "\n" if self.params.get("verbose") == 1 else ""  # Keras's bar lacks one
+        print(f"{end_of_bar}{self.task.name} eval after evaluation {epoch + 1}: {shown}")
+
+
+class EvaluationProgress(keras.callbacks.ProgbarLogger):
+    """Keras's progress bar over the steps between two evaluations, headed by a line
+    `evaluation k/n: steps a-b of N, about T left` (not Keras's "Epoch k/n": an epoch here is
+    the stretch of steps before an evaluation, not a pass over the data)."""
+
+    def __init__(self, steps_per_epoch: int, train_steps: int):
+        super().__init__()
+        self.steps_per_epoch = steps_per_epoch
+        self.train_steps = train_steps
+        self._started = None
+
+    def on_train_begin(self, logs=None):
+        super().on_train_begin(logs)
+        self._started = time.perf_counter()
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._reset_progbar()
+        self._maybe_init_progbar()
+        if not self.verbose:
+            return
+        first = epoch * self.steps_per_epoch + 1
+        last = min(self.train_steps, (epoch + 1) * self.steps_per_epoch)
+        line = f"evaluation {epoch + 1}/{self.epochs}: steps {first}-{last} of {self.train_steps}"
+        if epoch:  # the time so far (evaluations included) per step, times the steps left
+            per_step = (time.perf_counter() - self._started) / (first - 1)
+            line += f", about {_duration(per_step * (self.train_steps - first + 1))} left"
+        print(line, flush=True)
+
+
+def _duration(seconds: float) -> str:
+    seconds = round(seconds)
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m{seconds:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
 
 
 class BestModel(keras.callbacks.Callback):

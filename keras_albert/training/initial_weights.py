@@ -3,7 +3,7 @@
 training outputs, Hugging Face and original TF1 checkpoints).
 
 The drivers call `initial_pretrainer(options)`, `copy_initial_weights(...)`,
-`initial_classifier(options, task)` and `sentencepiece_model_for(options)`.
+`initial_backbone(options)` and `sentencepiece_model_for(options)`.
 """
 
 from __future__ import annotations
@@ -63,17 +63,21 @@ def _architecture(config: AlbertConfig) -> dict:
 
 
 # ------------------------------------------------------------------------------------------
-# Fine-tuning: the classifier, and the SentencePiece model next to the checkpoint.
+# Fine-tuning: the backbone every task head goes on, and the SentencePiece model next to the
+# checkpoint.
+
+
+def initial_backbone(options: FinetuningOptions) -> AlbertBackbone:
+    """`init_checkpoint`'s backbone (any head it had dropped), or a fresh backbone of the
+    `preset` / `config` architecture."""
+    source = options.init_checkpoint or options.preset or options.config
+    return load_checkpoint(source, model="backbone")
 
 
 def initial_classifier(options: FinetuningOptions, task: TaskSpec) -> AlbertClassifier:
-    """The classifier: `init_checkpoint`'s backbone with a fresh head, or a fresh model of the
-    `preset` / `config` architecture."""
-    source = options.init_checkpoint or options.preset or options.config
+    """The classifier: `initial_backbone` with a fresh head."""
     return AlbertClassifier(
-        load_checkpoint(source, model="backbone"),
-        num_classes=task.num_classes,
-        dropout=options.dropout,
+        initial_backbone(options), num_classes=task.num_classes, dropout=options.dropout
     )
 
 

@@ -10,9 +10,10 @@ import dataclasses
 import math
 
 from keras_albert.cli import parse_bool_or_auto
+from keras_albert.models.question_answerer import ANSWERABILITY
 from keras_albert.text.glue import TaskSpec, generic_task, get_task
 from keras_albert.training.elastic_depth import parse_depths
-from keras_albert.training.recipes import ORIGINAL_SEQUENCE_LENGTH
+from keras_albert.training.tasks import task_class
 from keras_albert.validation import (
     require_any,
     require_divisible,
@@ -174,8 +175,10 @@ class FinetuningOptions:
     """Everything one fine-tuning run needs (`keras_albert.training.finetuning.finetune`).
 
     Args:
-        task: a GLUE task name (SST-2, MRPC, STS-B, CoLA, RTE, QQP, MNLI, QNLI) or "generic".
-        train_data: the training file, in a layout the task knows.
+        task: a GLUE task name (SST-2, MRPC, STS-B, CoLA, RTE, QQP, MNLI, QNLI), "generic",
+            "squad_v1", "squad_v2", "race" or "ner".
+        train_data: the training file, in a layout the task knows (SQuAD JSON, a RACE file or
+            split directory, a CoNLL file, a GLUE-style TSV/CSV).
         eval_data: the evaluation file (labeled); evaluated after every epoch.
         output_dir: where checkpoints, logs, predictions and the summary go.
         init_checkpoint: weights for the backbone: our pretraining output (a directory holding
@@ -188,7 +191,8 @@ class FinetuningOptions:
         sentencepiece_model: the SentencePiece model; by default `*.model` in
             `init_checkpoint`'s directory or the one its `run.json` names.
         test_data: an unlabeled file (GLUE test layout) to predict with the best checkpoint.
-        sequence_length: packed length (run_glue.sh's 512).
+        sequence_length: packed length; by default the original's for the task: 512 (GLUE,
+            RACE), 384 (SQuAD), 128 (NER).
         scale: multiplies the recipe's train and warmup steps (e.g. 0.05 on a laptop).
         learning_rate: overrides the recipe's peak learning rate.
         batch_size: overrides the recipe's batch size.
@@ -196,7 +200,7 @@ class FinetuningOptions:
         warmup_steps: overrides the recipe's warmup steps.
         epochs: number of evaluations; by default about one per pass over the training data
             (at least one). The train steps are split evenly among them.
-        dropout: dropout on the pooled output (0.1 as the original classifier).
+        dropout: dropout of the task head (0.1 as the original heads).
         weight_decay_rate: AdamW's decoupled decay (LayerNorm and biases excluded).
         text_columns: generic task: the text columns, one or two (header names or indices).
         label_column: generic task: the label column.
@@ -204,6 +208,12 @@ class FinetuningOptions:
         delimiter: generic task: the field separator.
         header: generic task: the first row names the columns.
         skip_invalid: skip (and count) bad rows instead of stopping at the first.
+        squad_answerability: squad_v2: "null_span" (the [CLS] span scores "no answer") or
+            "answer_class" (the original ALBERT v2 head); squad_v1 is always "null_span".
+        doc_stride: SQuAD: context tokens between the starts of successive windows.
+        max_query_length: SQuAD: question tokens kept.
+        max_answer_length: SQuAD: the longest answer span, in tokens.
+        max_qa_length: RACE: tokens of question + option kept (their last ones).
         strategy: a `build_strategy` name.
         seed: seed of weights initialization and shuffling.
         verbose: Keras `fit` verbosity (0, 1 = progress bar, 2).
@@ -221,7 +231,7 @@ class FinetuningOptions:
     config: str | None = None
     sentencepiece_model: str | None = None
     test_data: str | None = None
-    sequence_length: int = ORIGINAL_SEQUENCE_LENGTH
+    sequence_length: int | None = None
     scale: float = 1.0
     learning_rate: float | None = None
     batch_size: int | None = None
@@ -236,6 +246,11 @@ class FinetuningOptions:
     delimiter: str = "\t"
     header: bool = True
     skip_invalid: bool = False
+    squad_answerability: str = "null_span"
+    doc_stride: int = 128
+    max_query_length: int = 64
+    max_answer_length: int = 30
+    max_qa_length: int = 128
     strategy: str = "auto"
     seed: int = 0
     verbose: int = dataclasses.field(default=1, metadata=_VERBOSITY)
@@ -250,7 +265,15 @@ class FinetuningOptions:
         for name in ("batch_size", "train_steps", "epochs"):
             if getattr(self, name) is not None:
                 require_positive_int(name, getattr(self, name))
-        require_int("sequence_length", self.sequence_length, 3)
+        require_int("sequence_length", self.sequence_length, 3, optional=True)
+        for name in ("doc_stride", "max_query_length", "max_answer_length", "max_qa_length"):
+            require_positive_int(name, getattr(self, name))
+        require_one_of("squad_answerability", self.squad_answerability, ANSWERABILITY)
+        if self.task == "squad_v1" and self.squad_answerability != "null_span":
+            raise ValueError(
+                "`squad_answerability` must be 'null_span' for squad_v1 (the answer-class head "
+                f"is SQuAD v2.0's). Received: squad_answerability={self.squad_answerability!r}"
+            )
         require_int("warmup_steps", self.warmup_steps, 0, optional=True)
         require_int("seed", self.seed, 0)
         require_number("scale", self.scale, 0, exclusive_minimum=True)
@@ -261,10 +284,11 @@ class FinetuningOptions:
             require_given("text_columns", self.text_columns or None, when)
             require_given("label_column", self.label_column, "for the generic task")
         else:
-            get_task(self.task)  # fails early on an unknown name
+            task_class(self.task)  # fails early on an unknown name
         require_one_of("verbose", self.verbose, (0, 1, 2))
 
     def task_spec(self) -> TaskSpec:
+        """The GLUE-style task (a GLUE name or "generic")."""
         if self.task.lower() == "generic":
             return generic_task(
                 self.text_columns,

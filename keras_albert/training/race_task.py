@@ -10,24 +10,33 @@ The pieces a driver plugs together (the data side is `keras_albert.text.race`):
 
 `RACE_RECIPE` holds the original README's hyperparameters for RACE (`run_race.py` with
 `--max_seq_length=512 --max_qa_length=128 --train_batch_size=32 --learning_rate=1e-5
---train_step=12000 --warmup_step=1000`).
+--train_step=12000 --warmup_step=1000`). `RaceTask` is the driver's `FinetuningTask`: it
+writes `eval_predictions.jsonl`, one line per question (`write_race_predictions`).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import os
+
 import keras
 import numpy as np
+import tensorflow as tf
 
 from keras_albert.models import AlbertBackbone, AlbertMultipleChoice
+from keras_albert.text.pipeline import served_from_memory
 from keras_albert.text.race import (
     MAX_QA_LENGTH,
     RaceExamples,
     accuracy_by_level,
     make_race_dataset,
+    read_race,
     write_race_predictions,
 )
+from keras_albert.training.finetuning_task import FinetuningTask
+from keras_albert.training.recipes import Recipe
 
-RACE_RECIPE = {"learning_rate": 1e-5, "batch_size": 32, "train_steps": 12000, "warmup_steps": 1000}
+RACE_RECIPE = Recipe(learning_rate=1e-5, batch_size=32, train_steps=12000, warmup_steps=1000)
 RACE_SEQUENCE_LENGTH = 512
 RACE_MAIN_METRIC = "accuracy"
 
@@ -52,6 +61,22 @@ def compile_race_model(model: AlbertMultipleChoice, optimizer, **compile_kwargs)
     model.compile(optimizer=optimizer, loss=race_loss(), metrics=race_metrics(), **compile_kwargs)
 
 
+def race_inputs(
+    examples: RaceExamples,
+    tokenizer,
+    sequence_length: int = RACE_SEQUENCE_LENGTH,
+    batch_size: int = 8,
+    max_qa_length: int = MAX_QA_LENGTH,
+) -> tf.data.Dataset:
+    """The model inputs of every question, in order, packed once and served from memory (an
+    evaluation set scored after every epoch is tokenized only once)."""
+    unlabeled = dataclasses.replace(examples, labels=None)
+    dataset = make_race_dataset(
+        unlabeled, tokenizer, sequence_length, batch_size, max_qa_length=max_qa_length
+    )
+    return served_from_memory(dataset, batch_size)
+
+
 def predict_race(
     model: AlbertMultipleChoice,
     examples: RaceExamples,
@@ -59,22 +84,13 @@ def predict_race(
     sequence_length: int = RACE_SEQUENCE_LENGTH,
     batch_size: int = 8,
     max_qa_length: int = MAX_QA_LENGTH,
+    inputs: tf.data.Dataset | None = None,
 ) -> np.ndarray:
-    """Probabilities `(questions, choices)`; absent choices get 0."""
-    unlabeled = RaceExamples(
-        examples.ids,
-        examples.articles,
-        examples.questions,
-        examples.options,
-        None,
-        examples.levels,
-        examples.sources,
-    )
-    dataset = make_race_dataset(
-        unlabeled, tokenizer, sequence_length, batch_size, max_qa_length=max_qa_length
-    )
-    logits = np.concatenate([np.asarray(model(features, training=False)) for features in dataset])
-    return _softmax(logits)
+    """Probabilities `(questions, choices)`; absent choices get 0. `inputs`: the examples'
+    `race_inputs`, when already made."""
+    if inputs is None:
+        inputs = race_inputs(examples, tokenizer, sequence_length, batch_size, max_qa_length)
+    return _softmax(np.asarray(model.predict(inputs, verbose=0)))
 
 
 def evaluate_race(
@@ -85,10 +101,11 @@ def evaluate_race(
     batch_size: int = 8,
     max_qa_length: int = MAX_QA_LENGTH,
     predictions_path: str | None = None,
+    inputs: tf.data.Dataset | None = None,
 ) -> dict[str, float]:
     """Accuracy (and per level when known); writes the predictions file when asked."""
     probabilities = predict_race(
-        model, examples, tokenizer, sequence_length, batch_size, max_qa_length
+        model, examples, tokenizer, sequence_length, batch_size, max_qa_length, inputs
     )
     if predictions_path is not None:
         write_race_predictions(predictions_path, examples, probabilities)
@@ -99,3 +116,53 @@ def _softmax(logits: np.ndarray) -> np.ndarray:
     shifted = logits - logits.max(axis=-1, keepdims=True)
     exponentials = np.exp(shifted)
     return exponentials / exponentials.sum(axis=-1, keepdims=True)
+
+
+class RaceTask(FinetuningTask):
+    """RACE through the fine-tuning driver: `train_data` / `eval_data` are what `read_race`
+    reads (a file or a split directory); the main metric is accuracy."""
+
+    default_sequence_length = RACE_SEQUENCE_LENGTH
+
+    def __init__(self, options, tokenizer):
+        super().__init__(options, tokenizer)
+        self.name, self.main_metric = "race", RACE_MAIN_METRIC
+        self.train = read_race(options.train_data)
+        self.evaluation = read_race(options.eval_data)
+        self.max_qa_length = options.max_qa_length
+        self._eval_inputs = None
+
+    @property
+    def num_train(self) -> int:
+        return len(self.train)
+
+    @property
+    def num_eval(self) -> int:
+        return len(self.evaluation)
+
+    def recipe(self):
+        return RACE_RECIPE
+
+    def build_model(self, backbone):
+        return build_race_model(backbone, dropout=self.options.dropout)
+
+    def compile(self, model, optimizer):
+        compile_race_model(model, optimizer)
+
+    def train_dataset(self, batch_size, seed):
+        return make_race_dataset(
+            self.train, self.tokenizer, self.sequence_length, batch_size,
+            max_qa_length=self.max_qa_length, training=True, seed=seed,
+        )  # fmt: skip
+
+    def evaluate(self, model, batch_size, output_dir=None):
+        if self._eval_inputs is None:
+            self._eval_inputs = race_inputs(
+                self.evaluation, self.tokenizer, self.sequence_length, batch_size,
+                self.max_qa_length,
+            )  # fmt: skip
+        path = None if output_dir is None else os.path.join(output_dir, "eval_predictions.jsonl")
+        return evaluate_race(
+            model, self.evaluation, self.tokenizer, self.sequence_length, batch_size,
+            self.max_qa_length, predictions_path=path, inputs=self._eval_inputs,
+        )  # fmt: skip

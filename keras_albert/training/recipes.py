@@ -1,5 +1,5 @@
-"""The fine-tuning recipes of google-research/albert `run_glue.sh`, scaled and overridden, and
-the plan of epochs (evaluations) over a run's train steps."""
+"""Fine-tuning recipes (google-research/albert `run_glue.sh` for GLUE; each task module holds
+its own), scaled and overridden, and the plan of evaluations over a run's train steps."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 from keras_albert.validation import require_number
 
 if TYPE_CHECKING:
-    from keras_albert.text.glue import TaskSpec
     from keras_albert.training.options import FinetuningOptions
 
 
@@ -31,6 +30,22 @@ class Recipe:
         return dataclasses.replace(self, train_steps=train_steps, warmup_steps=warmup_steps)
 
 
+@dataclasses.dataclass(frozen=True)
+class EpochRecipe:
+    """A recipe given in passes over the training data (the original SQuAD README, Hugging
+    Face `run_ner`): `for_examples(n)` turns it into steps, `epochs × ceil(n / batch_size)`,
+    and warmup steps `round(warmup_ratio × steps)`."""
+
+    learning_rate: float
+    batch_size: int
+    epochs: float
+    warmup_ratio: float
+
+    def for_examples(self, num_train: int) -> Recipe:
+        steps = max(1, round(self.epochs * math.ceil(num_train / self.batch_size)))
+        return Recipe(self.learning_rate, self.batch_size, steps, round(self.warmup_ratio * steps))
+
+
 # google-research/albert run_glue.sh: `run_task <task> <warmup> <lr> <train_step> <save> <batch>`.
 RECIPES: dict[str, Recipe] = {
     "SST-2": Recipe(1e-5, 32, 20935, 1256),
@@ -42,23 +57,21 @@ RECIPES: dict[str, Recipe] = {
     "STS-B": Recipe(2e-5, 16, 3598, 214),
     "MRPC": Recipe(2e-5, 32, 800, 200),
 }
-# Not in run_glue.sh: BERT's usual 3 epochs at 2e-5, batch 32, 10% warmup (steps are set
-# from the training file's size when the recipe is used).
-GENERIC_RECIPE = Recipe(2e-5, 32, 0, 0)
-GENERIC_EPOCHS = 3
+# Not in run_glue.sh: BERT's usual 3 epochs at 2e-5, batch 32, 10% warmup.
+GENERIC_RECIPE = EpochRecipe(2e-5, 32, 3, 0.1)
 # run_glue.sh's --max_seq_length.
 ORIGINAL_SEQUENCE_LENGTH = 512
 
 
-def resolve_recipe(options: FinetuningOptions, task: TaskSpec, num_train: int) -> Recipe:
-    """The run_glue.sh recipe, scaled, with the options' overrides applied."""
-    if task.name in RECIPES:
-        recipe = RECIPES[task.name]
-    else:
-        steps = GENERIC_EPOCHS * math.ceil(num_train / GENERIC_RECIPE.batch_size)
-        recipe = dataclasses.replace(
-            GENERIC_RECIPE, train_steps=steps, warmup_steps=round(0.1 * steps)
-        )
+def resolve_recipe(
+    options: FinetuningOptions, recipe: Recipe | EpochRecipe, num_train: int
+) -> Recipe:
+    """The task's `recipe` (in steps for `num_train` training examples, counted with the
+    batch size the run uses), scaled by `options.scale`, with the options' overrides applied."""
+    if isinstance(recipe, EpochRecipe):
+        if options.batch_size is not None:
+            recipe = dataclasses.replace(recipe, batch_size=options.batch_size)
+        recipe = recipe.for_examples(num_train)
     recipe = recipe.scaled(options.scale)
     overrides = {
         name: getattr(options, name)

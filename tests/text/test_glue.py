@@ -127,7 +127,7 @@ def test_generic_csv_and_headerless_tsv(tmp_path):
     regression = glue.generic_task([0, 1], 2, None, header=False)
     examples = glue.read_examples(path, regression)
     np.testing.assert_allclose(examples.labels, [0.5, 4.0])
-    assert regression.num_classes == 1 and examples.ids == ["1", "2"]
+    assert regression.num_classes == 1 and examples.ids == ["0", "1"]  # no id column: from 0
 
 
 def test_task_names():

@@ -73,4 +73,4 @@ def test_a_tiny_model_overfits_real_race_questions(tmp_path):
     records = [json.loads(line) for line in path.read_text().splitlines()]
     assert [r["prediction"] for r in records] == [r["label"] for r in records]
     assert len(records[0]["probabilities"]) == 3  # the absent fourth choice is not reported
-    assert RACE_RECIPE["train_steps"] == 12000
+    assert (RACE_RECIPE.train_steps, RACE_RECIPE.warmup_steps) == (12000, 1000)

@@ -18,12 +18,12 @@ def test_recipes_are_run_glue_sh_and_scale():
     options = FinetuningOptions(
         "SST-2", "t", "e", "o", preset="albert_base_v2", scale=0.01, warmup_steps=0, batch_size=8
     )
-    recipe = recipes.resolve_recipe(options, glue.get_task("SST-2"), 1000)
+    recipe = recipes.resolve_recipe(options, recipes.RECIPES["SST-2"], 1000)
     assert recipe == recipes.Recipe(1e-5, 8, 209, 0)
     generic = FinetuningOptions(
         "generic", "t", "e", "o", preset="albert_base_v2", text_columns=("a",), label_column="b"
     )
-    recipe = recipes.resolve_recipe(generic, generic.task_spec(), 100)
+    recipe = recipes.resolve_recipe(generic, recipes.GENERIC_RECIPE, 100)
     assert recipe == recipes.Recipe(2e-5, 32, 12, 1)  # 3 epochs of ceil(100 / 32) steps
     # About one evaluation per pass over the data; the steps split evenly.
     assert recipes.epoch_plan(209, 32, 67349, None) == (1, 209)

@@ -68,3 +68,13 @@ def test_finetune_tool_flags():
         "generic", "t", "e", "o", preset="albert_base_v2", text_columns=("a", "b"),
         label_column="c", labels=("x", "y"), header=False, skip_invalid=True,
     )  # fmt: skip
+    args = parser.parse_args(
+        "--task squad_v2 --train-data t --eval-data e --output-dir o --preset albert_base_v2 "
+        "--squad-answerability answer_class --doc-stride 64 --max-query-length 32 "
+        "--max-answer-length 20 --max-qa-length 100 --sequence-length 256".split()
+    )
+    assert options_from_args(args, FinetuningOptions) == FinetuningOptions(
+        "squad_v2", "t", "e", "o", preset="albert_base_v2", squad_answerability="answer_class",
+        doc_stride=64, max_query_length=32, max_answer_length=20, max_qa_length=100,
+        sequence_length=256,
+    )  # fmt: skip
