@@ -30,6 +30,7 @@ from google.protobuf import text_format
 from tensorflow_serving.apis import prediction_log_pb2, regression_pb2
 from tensorflow_serving.config import model_server_config_pb2
 
+from keras_albert.export.modules import serving_module
 from keras_albert.export.requests import (
     classify_request,
     predict_request,
@@ -127,6 +128,11 @@ def warmup_records(
     `texts` (and `text_pairs` for a pair model) are cycled to fill each batch; one text of
     `max_sequence_length` words is added so the longest shape is warmed too.
     """
+    if hasattr(module, "warmup_inputs"):  # a task module: its own requests
+        return [
+            _predict_log(model_name, inputs, signature)
+            for signature, inputs in module.warmup_inputs()
+        ]
     texts = list(texts) + [" ".join(["word"] * module.max_sequence_length)]
     if module.text_pair:
         text_pairs = list(text_pairs if text_pairs is not None else texts[: len(texts) - 1])
@@ -304,20 +310,24 @@ def export_for_serving(
     warmup_text_pairs: Sequence[str | bytes] | None = None,
     batching: BatchingParameters | None = None,
     base_path_prefix: str | None = None,
+    task_options: dict | None = None,
 ) -> str:
     """Exports `model` as version `version` (default: the next) of `<base_dir>/<name>/`.
 
     Writes the SavedModel (see `keras_albert.export.saved_model`) and its warmup requests
     atomically, then `models.config` and `batching_parameters.txt` in `base_dir`. Returns the
-    version's path.
+    version's path. `task_options` are a task model's serving options (see
+    `keras_albert.export.modules.serving_module`); a task model's warmup requests are its
+    module's own (`warmup_texts` are for text classifiers).
     """
     if not isinstance(name, str) or not name or name.startswith(".") or os.sep in name:
         raise ValueError(f"`name` must be a plain directory name. Received: name={name!r}")
-    module = AlbertServingModule(
+    module = serving_module(
         model,
         tokenizer,
-        text_pair=text_pair,
         max_sequence_length=max_sequence_length,
+        task_options=task_options,
+        text_pair=text_pair,
         pad_to_max_length=pad_to_max_length,
         class_names=class_names,
     )
