@@ -41,6 +41,7 @@ from keras_albert.export.saved_model import (
     SERVE_TOKEN_IDS,
     SERVING_DEFAULT,
     AlbertServingModule,
+    model_task,
 )
 from keras_albert.text.files import write_text_atomically
 from keras_albert.text.tokenizer import AlbertTokenizer
@@ -371,6 +372,7 @@ def export_checkpoint(
     model_kind: str | None = None,
     warmup_file: str | os.PathLike | None = None,
     config=None,
+    task_options: dict | None = None,
     **options,
 ) -> str:
     """`export_for_serving` of any checkpoint `keras_albert.convert.load_checkpoint` reads.
@@ -378,8 +380,9 @@ def export_checkpoint(
     `sentencepiece_model` defaults to the one found beside the checkpoint
     (`keras_albert.convert.find_sentencepiece_model`); `model_kind`, `config` and
     `num_classes` are `load_checkpoint`'s `model`, `config` and `num_classes`; `warmup_file`
-    gives the warmup texts (see `read_warmup_texts`); `options` are `export_for_serving`'s
-    keyword arguments.
+    gives the warmup texts (see `read_warmup_texts`); `task_options` maps a task
+    ("question_answering", "multiple_choice", ...) to its serving options, of which the loaded
+    model's task takes its own; `options` are `export_for_serving`'s keyword arguments.
     """
     from keras_albert.convert import find_sentencepiece_model, load_checkpoint
 
@@ -398,4 +401,7 @@ def export_checkpoint(
         if options.get("text_pair"):
             options["warmup_text_pairs"] = pairs
     model = load_checkpoint(checkpoint, model=model_kind, config=config, num_classes=num_classes)
-    return export_for_serving(model, AlbertTokenizer(sentencepiece_model), **options)
+    own = (task_options or {}).get(model_task(model))
+    return export_for_serving(
+        model, AlbertTokenizer(sentencepiece_model), task_options=own, **options
+    )
