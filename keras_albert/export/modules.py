@@ -46,8 +46,10 @@ def serving_module(
         )
     given = {name: value for name, value in options.items() if value not in (None, False)}
     if given:
+        received = ", ".join(f"{name}={value!r}" for name, value in given.items())
         raise ValueError(
-            f"A {task} model takes none of the classifier's serving options. Received: {given!r}"
+            f"`{'`, `'.join(given)}` must be left unset for a {task} model (they are the "
+            f"classifier's serving options). Received: {received}"
         )
     return TASK_MODULES[task](
         model, tokenizer, max_sequence_length=max_sequence_length, **dict(task_options or {})
