@@ -165,8 +165,11 @@ class QuestionAnsweringServingModule(TaskServingModule):
         start = window * s
         length = tf.minimum(w, n - start)
         total = q + 3 + length  # tokens of each window
-        width = tf.maximum(tf.reduce_max(total), self._min_width)
-        width = tf.minimum(tf.maximum(width, self._min_width), self.max_sequence_length)
+        # Padded to the longest window (at least what the head's top-k needs; a batch of 0
+        # has reduce_max = the int64 minimum).
+        width = tf.minimum(
+            tf.maximum(tf.reduce_max(total), self._min_width), self.max_sequence_length
+        )
         position = tf.range(width)[tf.newaxis, :]  # (1, width)
         q2, s2, len2, tot2 = (v[:, tf.newaxis] for v in (q, start, length, total))
         query_index = per_window(query.row_starts())[:, tf.newaxis] + position - 1
