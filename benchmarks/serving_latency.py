@@ -12,7 +12,7 @@ same way, over that of `serving_default`. `serve_token_ids` (the same ids, given
 `--tasks` times the task exports instead (randomly initialized albert_base_v2 heads, same
 session path), in interleaved rounds, and writes the raw times as JSON (`--output`):
 one SQuAD question over a ~300-word and a ~3,000-word context (`max_sequence_length` 384,
-`doc_stride` 128: 2 and 28 windows of the real SQuAD question), one RACE question with 4 options at 512 tokens, and one
+`doc_stride` 128: 2 and 28 windows), one RACE question with 4 options at 512 tokens, and one
 30-word NER sentence at 128 tokens.
 """
 
