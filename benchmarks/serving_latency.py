@@ -8,9 +8,16 @@ Prints the median latency at batch 1 (a 10-word sentence), the throughput at bat
 dev sentences), and the share of `serving_default`'s latency spent in tokenization: the
 median time of a SavedModel holding only the same in-graph tokenization and packing, run the
 same way, over that of `serving_default`. `serve_token_ids` (the same ids, given) is timed too.
+
+`--tasks` times the task exports instead (randomly initialized albert_base_v2 heads, same
+session path), in interleaved rounds, and writes the raw times as JSON (`--output`):
+one SQuAD question over a ~300-word and a ~3,000-word context (`max_sequence_length` 384,
+`doc_stride` 128: 2 and 28 windows), one RACE question with 4 options at 512 tokens, and one
+30-word NER sentence at 128 tokens.
 """
 
 import argparse
+import json
 import os
 import pathlib
 import statistics
@@ -81,11 +88,113 @@ def measure(session: Session, tokenization: Session, module, texts, rounds: int)
     }
 
 
+def _squad_contexts() -> tuple[str, str, str]:
+    """A real SQuAD question and contexts of about 300 and 3,000 words (paragraphs joined)."""
+    dataset = json.loads((DATA / "squad" / "expmrc-squad-dev-sample.json").read_text("utf-8"))
+    paragraphs = [p for article in dataset["data"] for p in article["paragraphs"]]
+    question = paragraphs[0]["qas"][0]["question"]
+    words = " ".join(p["context"] for p in paragraphs).split()
+    while len(words) < 3000:
+        words += words
+    return question, " ".join(words[:300]), " ".join(words[:3000])
+
+
+def task_latency(rounds: int, output: str) -> None:
+    """Median latency of one request to each task export, interleaved rounds."""
+    from keras_albert.export.serving_layout import export_for_serving
+    from keras_albert.models import (
+        AlbertMultipleChoice,
+        AlbertQuestionAnswerer,
+        AlbertTokenClassifier,
+    )
+
+    tokenizer = AlbertTokenizer(DATA / "30k-clean.model")
+
+    def backbone():
+        return AlbertBackbone.from_preset_name("albert_base_v2")
+
+    question, short_context, long_context = _squad_contexts()
+    race = json.loads((DATA / "race" / "expmrc-race-dev-sample.json").read_text("utf-8"))
+    passage = race["data"][0]
+    ner_words = (DATA / "ner" / "wnut17_dev.conll").read_text("utf-8").split()[::2][:30]
+    exports = {
+        "squad": (AlbertQuestionAnswerer(backbone()), 384, {"doc_stride": 128}),
+        "race": (AlbertMultipleChoice(backbone()), 512, None),
+        "ner": (AlbertTokenClassifier(backbone(), num_labels=13), 128, None),
+    }
+    requests = {
+        "squad 300 words": ("squad", {"question": [question], "context": [short_context]}),
+        "squad 3000 words": ("squad", {"question": [question], "context": [long_context]}),
+        "race 4 options, 512": (
+            "race",
+            {
+                "article": [passage["article"]],
+                "question": [passage["questions"][0]],
+                "options": [passage["options"][0]],
+            },
+        ),
+        "ner 30 words": ("ner", {"text": [" ".join(ner_words)]}),
+    }
+    print(f"TensorFlow {tf.__version__}, {os.cpu_count()} CPUs, intra-op threads default")
+    with tempfile.TemporaryDirectory() as directory:
+        sessions = {}
+        for name, (model, length, options) in exports.items():
+            start = time.perf_counter()
+            path = export_for_serving(
+                model,
+                tokenizer,
+                directory,
+                name,
+                max_sequence_length=length,
+                task_options=options,
+            )
+            print(f"{name}: exported in {time.perf_counter() - start:.1f} s")
+            sessions[name] = Session(path)
+        feeds = {
+            label: (
+                name,
+                {
+                    key: np.array(
+                        [
+                            v.encode() if isinstance(v, str) else [o.encode() for o in v]
+                            for v in values
+                        ],
+                        dtype=object,
+                    )
+                    for key, values in inputs.items()
+                },
+            )
+            for label, (name, inputs) in requests.items()
+        }
+        for name, feed in feeds.values():  # warm: tracing, allocator
+            sessions[name].run("serving_default", feed)
+        times = {label: [] for label in feeds}
+        for _ in range(rounds):
+            for label, (name, feed) in feeds.items():
+                start = time.perf_counter()
+                sessions[name].run("serving_default", feed)
+                times[label].append(time.perf_counter() - start)
+    medians = {label: statistics.median(values) for label, values in times.items()}
+    for label, value in medians.items():
+        spread = f"{min(times[label]) * 1e3:.0f}-{max(times[label]) * 1e3:.0f}"
+        print(f"  {label:20s} {value * 1e3:9.1f} ms median (rounds {spread} ms)")
+    with open(output, "w", encoding="utf-8") as file:
+        json.dump({"rounds": rounds, "seconds": times, "median_seconds": medians}, file, indent=1)
+    print(f"raw times: {output}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=30, help="timed runs, dynamic padding")
     parser.add_argument("--fixed-rounds", type=int, default=3, help="timed runs, fixed 512")
+    parser.add_argument("--tasks", action="store_true", help="time the task exports instead")
+    parser.add_argument(
+        "--output", default="serving_latency_tasks.json", help="raw times of --tasks (JSON)"
+    )
     args = parser.parse_args()
+    if args.tasks:
+        task_latency(args.rounds, args.output)
+        return
 
     tokenizer = AlbertTokenizer(DATA / "30k-clean.model")
     classifier = AlbertClassifier(AlbertBackbone.from_preset_name("albert_base_v2"), 2)

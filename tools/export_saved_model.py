@@ -8,6 +8,13 @@ Examples:
   python tools/export_saved_model.py mrpc.keras --sentencepiece-model 30k-clean.model \\
       --name mrpc --pair --class-names not_equivalent equivalent
   python tools/export_saved_model.py albert_base/ --name embeddings --model backbone
+  python tools/export_saved_model.py runs/squad/best.keras --name squad --doc-stride 128
+  python tools/export_saved_model.py runs/race/best.keras --name race --num-choices 4
+  python tools/export_saved_model.py runs/ner/best.keras --name ner
+
+Question answering, multiple choice (RACE) and token classification (NER) models get their own
+string-in endpoints (docs/serving.md); the --doc-stride ... --null-score-threshold flags are
+the question-answering export's, --num-choices and --max-qa-length the multiple-choice one's.
 """
 
 import argparse
@@ -52,6 +59,14 @@ class ExportOptions:
         precision: the serving precision: float32, bfloat16 (bfloat16 matrix multiplies,
             float32 LayerNorm/softmax/outputs) or int8 (int8 Dense kernels, float32 outputs).
         num_layers: apply the shared block this many times instead of the trained depth.
+        doc_stride: question answering: context tokens between window starts.
+        max_query_length: question answering: question tokens kept.
+        n_best_size: question answering: starts and ends considered per window.
+        max_answer_length: question answering: longest answer, in tokens.
+        null_score_threshold: question answering: answer "" when null_odds exceeds it;
+            default: always the best span.
+        num_choices: multiple choice: options per question in a request.
+        max_qa_length: multiple choice: the most tokens of the question + option segment.
     """
 
     checkpoint: str = dataclasses.field(metadata={"flag": False})
@@ -73,6 +88,13 @@ class ExportOptions:
     max_batch_size: int = BatchingParameters.max_batch_size
     precision: str = dataclasses.field(default="float32", metadata={"choices": PRECISIONS})
     num_layers: int | None = None
+    doc_stride: int = 128
+    max_query_length: int = 64
+    n_best_size: int = 20
+    max_answer_length: int = 30
+    null_score_threshold: float | None = None
+    num_choices: int = 4
+    max_qa_length: int = 128
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -107,6 +129,19 @@ def main(argv: list[str] | None = None) -> int:
         warmup_file=options.warmup_texts,
         precision=options.precision,
         num_layers=options.num_layers,
+        task_options={
+            "question_answering": {
+                "doc_stride": options.doc_stride,
+                "max_query_length": options.max_query_length,
+                "n_best_size": options.n_best_size,
+                "max_answer_length": options.max_answer_length,
+                "null_score_threshold": options.null_score_threshold,
+            },
+            "multiple_choice": {
+                "num_choices": options.num_choices,
+                "max_qa_length": options.max_qa_length,
+            },
+        },
     )
     print(f"wrote {path}")
     return 0

@@ -4,6 +4,10 @@ Examples:
   python tools/serving_client.py --model sst2 "a charming and often affecting journey"
   python tools/serving_client.py --model mrpc --pair "He said it." "It was said by him."
   python tools/serving_client.py --model sst2 --protocol grpc --format inputs "great film"
+  python tools/serving_client.py --model squad --fields question,context "Who?" "Jane wrote it."
+  python tools/serving_client.py --model race --fields article,question,options,options \
+      "Tom bought apples." "What did Tom buy?" "apples" "pears"
+  python tools/serving_client.py --model ner --fields text "Jane lives in Bath"
 """
 
 import argparse
@@ -21,7 +25,7 @@ from keras_albert.cli import (  # noqa: E402
     run_tool,
     with_debug_help,
 )
-from keras_albert.export.client import PROTOCOLS, send_texts  # noqa: E402
+from keras_albert.export.client import PROTOCOLS, send_inputs, send_texts  # noqa: E402
 from keras_albert.export.requests import REST_FORMATS  # noqa: E402
 
 
@@ -39,6 +43,9 @@ class ClientOptions:
         grpc_port: the server's --port.
         version: a model version; default: the server's latest.
         pair: the texts are (text, text_pair) pairs.
+        fields: comma-separated input names of serving_default (a task model's, e.g.
+            question,context); the texts fill them example by example, and a name given
+            several times collects a list (RACE's options).
     """
 
     texts: tuple[str, ...] = dataclasses.field(metadata={"flag": False})
@@ -50,6 +57,7 @@ class ClientOptions:
     grpc_port: int = 8500
     version: int | None = None
     pair: bool = False
+    fields: str | None = None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -79,18 +87,36 @@ def main(argv: list[str] | None = None) -> int:
     texts, pairs = (texts[0::2], texts[1::2]) if options.pair else (texts, None)
     port = options.grpc_port if options.protocol == "grpc" else options.rest_port
     address = f"{options.host}:{port} ({options.protocol})"
+    if options.fields is not None:
+        if options.pair:
+            parser.error("--fields and --pair exclude each other")
+        columns = fields_columns(options.fields, options.texts)
+        if isinstance(columns, str):
+            parser.error(columns)
     try:
-        outputs = send_texts(
-            list(texts),
-            pairs and list(pairs),
-            model_name=options.model,
-            host=options.host,
-            protocol=options.protocol,
-            rest_format=options.format,
-            rest_port=options.rest_port,
-            grpc_port=options.grpc_port,
-            version=options.version,
-        )
+        if options.fields is not None:
+            outputs = send_inputs(
+                columns,
+                model_name=options.model,
+                host=options.host,
+                protocol=options.protocol,
+                rest_format=options.format,
+                rest_port=options.rest_port,
+                grpc_port=options.grpc_port,
+                version=options.version,
+            )
+        else:
+            outputs = send_texts(
+                list(texts),
+                pairs and list(pairs),
+                model_name=options.model,
+                host=options.host,
+                protocol=options.protocol,
+                rest_format=options.format,
+                rest_port=options.rest_port,
+                grpc_port=options.grpc_port,
+                version=options.version,
+            )
     except urllib.error.HTTPError as error:  # a server answered, with an error
         detail = error.read().decode("utf-8", errors="replace")
         raise ToolError(f"the server at {address} answered {error.code}: {detail}") from None
@@ -103,6 +129,23 @@ def main(argv: list[str] | None = None) -> int:
     for name, value in sorted(outputs.items()):
         print(f"{name}: {value.tolist()}")
     return 0
+
+
+def fields_columns(fields: str, texts) -> dict | str:
+    """The columns of `--fields` filled by `texts`, or the error message."""
+    names = [name.strip() for name in fields.split(",")]
+    if not all(names):
+        return f"--fields must be comma-separated input names. Received: --fields {fields!r}"
+    if len(texts) % len(names):
+        return f"--fields {fields} needs a multiple of {len(names)} texts. Received: {len(texts)}"
+    columns = {name: [] for name in names}
+    for start in range(0, len(texts), len(names)):
+        example = {}
+        for name, text in zip(names, texts[start : start + len(names)], strict=True):
+            example.setdefault(name, []).append(text)
+        for name, values in example.items():
+            columns[name].append(values if names.count(name) > 1 else values[0])
+    return columns
 
 
 def _is_unavailable_rpc(error: Exception) -> bool:

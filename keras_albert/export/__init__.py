@@ -1,5 +1,11 @@
 """SavedModel export for TF Serving: string-in endpoints, versioned layout, warmup, configs."""
 
+from keras_albert.export.modules import (
+    MultipleChoiceServingModule,
+    QuestionAnsweringServingModule,
+    TokenClassificationServingModule,
+    serving_module,
+)
 from keras_albert.export.saved_model import AlbertServingModule, export_saved_model
 from keras_albert.export.serving_layout import (
     BatchingParameters,
@@ -12,9 +18,13 @@ from keras_albert.export.serving_layout import (
 __all__ = [
     "AlbertServingModule",
     "BatchingParameters",
+    "MultipleChoiceServingModule",
+    "QuestionAnsweringServingModule",
+    "TokenClassificationServingModule",
     "export_checkpoint",
     "export_for_serving",
     "export_saved_model",
     "next_version",
+    "serving_module",
     "write_version",
 ]

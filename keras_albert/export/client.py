@@ -1,14 +1,15 @@
 """A client for an exported ALBERT model behind tensorflow_model_server: REST and gRPC.
 
 `send_texts(texts, ...)` sends raw texts to `serving_default` and answers the outputs as NumPy
-arrays, over REST (`instances` or `inputs` JSON) or gRPC (`tensorflow-serving-api`).
+arrays, over REST (`instances` or `inputs` JSON) or gRPC (`tensorflow-serving-api`);
+`send_inputs({"question": [...], "context": [...]}, ...)` sends any task's named inputs.
 """
 
 from __future__ import annotations
 
 import json
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -17,6 +18,7 @@ from keras_albert.export.requests import (
     REST_FORMATS,
     predict_request,
     rest_body,
+    string_inputs,
     text_inputs,
 )
 from keras_albert.export.saved_model import SERVING_DEFAULT
@@ -74,7 +76,48 @@ def send_texts(
     """Outputs of `serving_default` for `texts` (and `text_pairs`) from a running server."""
     require_one_of("protocol", protocol, PROTOCOLS)
     require_one_of("rest_format", rest_format, REST_FORMATS)
-    inputs = text_inputs(texts, text_pairs)
+    return _send(
+        text_inputs(texts, text_pairs),
+        model_name,
+        host,
+        protocol,
+        rest_format,
+        rest_port,
+        grpc_port,
+        version,
+        timeout,
+    )
+
+
+def send_inputs(
+    columns: Mapping[str, Sequence],
+    model_name: str = "albert",
+    host: str = "localhost",
+    protocol: str = "rest",
+    rest_format: str = "instances",
+    rest_port: int = 8501,
+    grpc_port: int = 8500,
+    version: int | None = None,
+    timeout: float = 30.0,
+) -> dict[str, np.ndarray]:
+    """Outputs of `serving_default` for named inputs, one entry per example in each column
+    (e.g. `{"question": [...], "context": [...]}`, or RACE's `options` as lists of texts)."""
+    require_one_of("protocol", protocol, PROTOCOLS)
+    require_one_of("rest_format", rest_format, REST_FORMATS)
+    return _send(
+        string_inputs(columns),
+        model_name,
+        host,
+        protocol,
+        rest_format,
+        rest_port,
+        grpc_port,
+        version,
+        timeout,
+    )
+
+
+def _send(inputs, model_name, host, protocol, rest_format, rest_port, grpc_port, version, timeout):
     if protocol == "grpc":
         request = predict_request(model_name, inputs, SERVING_DEFAULT, version)
         return predict_grpc(f"{host}:{grpc_port}", request, timeout)

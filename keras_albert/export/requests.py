@@ -55,6 +55,47 @@ def text_inputs(texts: Sequence[Text], text_pairs: Sequence[Text] | None = None)
     return inputs
 
 
+def string_inputs(columns: Mapping[str, Sequence]) -> dict:
+    """Named `serving_default` inputs of any task as NumPy object arrays of bytes.
+
+    Each column holds one entry per example: a text, or a list of texts (e.g. RACE's
+    `options`, `[batch, num_choices]`). All columns must have the same number of examples.
+    """
+    inputs, sizes = {}, set()
+    for name, values in columns.items():
+        if isinstance(values, (str, bytes)):
+            raise TypeError(
+                f"`{name}` must be a sequence with one entry per example, not a single text. "
+                f"Received: {name}={values!r}"
+            )
+        rows = [
+            [_as_bytes(item) for item in value]
+            if isinstance(value, (list, tuple))
+            else _as_bytes(value)
+            for value in values
+        ]
+        if rows and isinstance(rows[0], list):
+            widths = {len(row) for row in rows if isinstance(row, list)}
+            if len(widths) != 1 or not all(isinstance(row, list) for row in rows):
+                raise ValueError(
+                    f"`{name}` must have the same number of texts in every example. "
+                    f"Received: {name}={values!r}"
+                )
+            array = np.empty((len(rows), widths.pop()), dtype=object)
+            for index, row in enumerate(rows):
+                array[index, :] = row
+        else:
+            array = np.array(rows, dtype=object)
+        inputs[name] = array
+        sizes.add(len(rows))
+    if len(sizes) > 1:
+        raise ValueError(
+            "Every input must have one entry per example. Received: "
+            + ", ".join(f"{name}: {len(value)}" for name, value in inputs.items())
+        )
+    return inputs
+
+
 def _model_spec(model_name: str, signature_name: str, version: int | None):
     spec = model_pb2.ModelSpec(name=model_name, signature_name=signature_name)
     if version is not None:

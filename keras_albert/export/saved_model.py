@@ -46,7 +46,14 @@ import keras
 import tensorflow as tf
 
 from keras_albert.export.precision import serving_model
-from keras_albert.models import AlbertBackbone, AlbertClassifier, AlbertPretrainer
+from keras_albert.models import (
+    AlbertBackbone,
+    AlbertClassifier,
+    AlbertMultipleChoice,
+    AlbertPretrainer,
+    AlbertQuestionAnswerer,
+    AlbertTokenClassifier,
+)
 from keras_albert.text.tokenizer import AlbertTokenizer
 from keras_albert.validation import require_bool, require_int
 
@@ -54,12 +61,21 @@ SERVING_DEFAULT = "serving_default"
 SERVE_TOKEN_IDS = "serve_token_ids"
 SERVE_EXAMPLES = "serve_examples"
 TASKS = ("classification", "regression", "backbone", "pretrainer")
+# Served by their own modules (keras_albert.export.modules.serving_module).
+TASK_MODEL_TASKS = {
+    AlbertQuestionAnswerer: "question_answering",
+    AlbertMultipleChoice: "multiple_choice",
+    AlbertTokenClassifier: "token_classification",
+}
 SENTENCEPIECE_ASSET = "sentencepiece.model"
 _TOKEN_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 
 
 def model_task(model: keras.Model) -> str:
-    """The serving task of a keras_albert model: one of `TASKS`."""
+    """The serving task of a keras_albert model: one of `TASKS` or `TASK_MODEL_TASKS`' values."""
+    for model_class, task in TASK_MODEL_TASKS.items():
+        if isinstance(model, model_class):
+            return task
     if isinstance(model, AlbertClassifier):
         return "regression" if model.num_classes == 1 else "classification"
     if isinstance(model, AlbertPretrainer):
@@ -67,7 +83,8 @@ def model_task(model: keras.Model) -> str:
     if isinstance(model, AlbertBackbone):
         return "backbone"
     raise TypeError(
-        "`model` must be an AlbertClassifier, AlbertBackbone or AlbertPretrainer. "
+        "`model` must be an AlbertClassifier, AlbertBackbone, AlbertPretrainer, "
+        "AlbertQuestionAnswerer, AlbertMultipleChoice or AlbertTokenClassifier. "
         f"Received: model={type(model).__name__}"
     )
 
@@ -122,6 +139,12 @@ class AlbertServingModule(tf.Module):
     ):
         super().__init__(name="albert_serving")
         task = model_task(model)
+        if task not in TASKS:
+            raise TypeError(
+                f"`model` must be a classifier, backbone or pretrainer; a {task} model is "
+                "served by keras_albert.export.modules.serving_module. "
+                f"Received: model={type(model).__name__}"
+            )
         model = serving_model(model, precision, num_layers)
         if not isinstance(tokenizer, AlbertTokenizer):
             raise TypeError(
@@ -368,14 +391,33 @@ def export_saved_model(
     class_names: Sequence[str] | None = None,
     precision: str = "float32",
     num_layers: int | None = None,
+    task_options: dict | None = None,
 ) -> AlbertServingModule:
     """Writes `model` + `tokenizer` as a TF Serving SavedModel to `export_dir`.
 
     See the module docstring for the signatures, and `AlbertServingModule` for the arguments.
     Writes `export_dir` directly; `keras_albert.export.export_for_serving` writes a complete
     versioned TF Serving directory atomically. Returns the module (its `pack` and `outputs`
-    run the endpoints eagerly).
+    run the endpoints eagerly). A task model (question answering, multiple choice, token
+    classification) is exported by `keras_albert.export.modules.serving_module`, with
+    `task_options` its module's own arguments.
     """
+    if model_task(model) not in TASKS:
+        from keras_albert.export.modules import serving_module  # the task modules import us
+
+        module = serving_module(
+            model,
+            tokenizer,
+            max_sequence_length=max_sequence_length,
+            task_options=task_options,
+            text_pair=text_pair,
+            pad_to_max_length=pad_to_max_length,
+            class_names=class_names,
+            precision=precision,
+            num_layers=num_layers,
+        )
+        module.save(export_dir)
+        return module
     module = AlbertServingModule(
         model,
         tokenizer,

@@ -30,6 +30,7 @@ from google.protobuf import text_format
 from tensorflow_serving.apis import prediction_log_pb2, regression_pb2
 from tensorflow_serving.config import model_server_config_pb2
 
+from keras_albert.export.modules import serving_module
 from keras_albert.export.requests import (
     classify_request,
     predict_request,
@@ -40,6 +41,7 @@ from keras_albert.export.saved_model import (
     SERVE_TOKEN_IDS,
     SERVING_DEFAULT,
     AlbertServingModule,
+    model_task,
 )
 from keras_albert.text.files import write_text_atomically
 from keras_albert.text.tokenizer import AlbertTokenizer
@@ -127,6 +129,11 @@ def warmup_records(
     `texts` (and `text_pairs` for a pair model) are cycled to fill each batch; one text of
     `max_sequence_length` words is added so the longest shape is warmed too.
     """
+    if hasattr(module, "warmup_inputs"):  # a task module: its own requests
+        return [
+            _predict_log(model_name, inputs, signature)
+            for signature, inputs in module.warmup_inputs()
+        ]
     texts = list(texts) + [" ".join(["word"] * module.max_sequence_length)]
     if module.text_pair:
         text_pairs = list(text_pairs if text_pairs is not None else texts[: len(texts) - 1])
@@ -306,20 +313,24 @@ def export_for_serving(
     base_path_prefix: str | None = None,
     precision: str = "float32",
     num_layers: int | None = None,
+    task_options: dict | None = None,
 ) -> str:
     """Exports `model` as version `version` (default: the next) of `<base_dir>/<name>/`.
 
     Writes the SavedModel (see `keras_albert.export.saved_model`) and its warmup requests
     atomically, then `models.config` and `batching_parameters.txt` in `base_dir`. Returns the
-    version's path.
+    version's path. `task_options` are a task model's serving options (see
+    `keras_albert.export.modules.serving_module`); a task model's warmup requests are its
+    module's own (`warmup_texts` are for text classifiers).
     """
     if not isinstance(name, str) or not name or name.startswith(".") or os.sep in name:
         raise ValueError(f"`name` must be a plain directory name. Received: name={name!r}")
-    module = AlbertServingModule(
+    module = serving_module(
         model,
         tokenizer,
-        text_pair=text_pair,
         max_sequence_length=max_sequence_length,
+        task_options=task_options,
+        text_pair=text_pair,
         pad_to_max_length=pad_to_max_length,
         class_names=class_names,
         precision=precision,
@@ -365,6 +376,7 @@ def export_checkpoint(
     model_kind: str | None = None,
     warmup_file: str | os.PathLike | None = None,
     config=None,
+    task_options: dict | None = None,
     **options,
 ) -> str:
     """`export_for_serving` of any checkpoint `keras_albert.convert.load_checkpoint` reads.
@@ -372,8 +384,9 @@ def export_checkpoint(
     `sentencepiece_model` defaults to the one found beside the checkpoint
     (`keras_albert.convert.find_sentencepiece_model`); `model_kind`, `config` and
     `num_classes` are `load_checkpoint`'s `model`, `config` and `num_classes`; `warmup_file`
-    gives the warmup texts (see `read_warmup_texts`); `options` are `export_for_serving`'s
-    keyword arguments.
+    gives the warmup texts (see `read_warmup_texts`); `task_options` maps a task
+    ("question_answering", "multiple_choice", ...) to its serving options, of which the loaded
+    model's task takes its own; `options` are `export_for_serving`'s keyword arguments.
     """
     from keras_albert.convert import find_sentencepiece_model, load_checkpoint
 
@@ -392,4 +405,7 @@ def export_checkpoint(
         if options.get("text_pair"):
             options["warmup_text_pairs"] = pairs
     model = load_checkpoint(checkpoint, model=model_kind, config=config, num_classes=num_classes)
-    return export_for_serving(model, AlbertTokenizer(sentencepiece_model), **options)
+    own = (task_options or {}).get(model_task(model))
+    return export_for_serving(
+        model, AlbertTokenizer(sentencepiece_model), task_options=own, **options
+    )

@@ -14,6 +14,7 @@ import base64
 import json
 import os
 import sys
+import time
 
 import numpy as np
 import tensorflow as tf
@@ -200,6 +201,7 @@ def _write_logs(path, logs):
 
 
 def run_export(job):
+    started = time.perf_counter()
     servable = Servable(job["path"])
     report = {
         "signatures": {
@@ -249,6 +251,7 @@ def run_export(job):
     report["rest_errors"] = rest_errors
     _write_logs(job["rest_responses"], rest_logs)
     servable.session.close()
+    report["seconds"] = time.perf_counter() - started
     return report
 
 

@@ -1,0 +1,138 @@
+"""The common part of the task SavedModels (question answering, multiple choice, NER).
+
+`TaskServingModule` holds a task model's variables, its tokenizer (whose SentencePiece resource
+goes into the graph) and the SentencePiece model as an asset, and saves the `tf.function`s a
+subclass builds in `_build_endpoints`, as `AlbertServingModule` does for the classifier (see
+`keras_albert.export.saved_model` for why a `tf.Module` and not `keras.export.ExportArchive`).
+A subclass also gives `warmup_inputs()`: `(signature name, inputs)` pairs for the warmup file.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+import keras
+import tensorflow as tf
+
+from keras_albert.export.saved_model import SENTENCEPIECE_ASSET
+from keras_albert.text.tokenizer import AlbertTokenizer
+from keras_albert.validation import require_int
+
+TOKEN_INPUTS = ("token_ids", "segment_ids", "padding_mask")
+
+
+class _Untracked:
+    def __init__(self, **objects):
+        self.__dict__.update(objects)
+
+
+class TaskServingModule(tf.Module):
+    """Base of the task serving modules; see the subclasses for the endpoints.
+
+    Args:
+        model: the task model (its `backbone` is an `AlbertBackbone`).
+        tokenizer: the `AlbertTokenizer` the model was trained with.
+        max_sequence_length: the packed length; by default the backbone's
+            `max_sequence_length`, and never more.
+    """
+
+    task = None
+
+    def __init__(
+        self, model: keras.Model, tokenizer: AlbertTokenizer, max_sequence_length: int | None
+    ):
+        super().__init__(name="albert_serving")
+        if not isinstance(tokenizer, AlbertTokenizer):
+            raise TypeError(
+                "`tokenizer` must be an AlbertTokenizer. "
+                f"Received: tokenizer={type(tokenizer).__name__}"
+            )
+        config = model.backbone.albert_config
+        if tokenizer.vocabulary_size != config.vocabulary_size:
+            raise ValueError(
+                f"`tokenizer` must have the model's vocabulary_size={config.vocabulary_size} "
+                f"pieces. Received: a tokenizer of {tokenizer.vocabulary_size} pieces"
+            )
+        if max_sequence_length is None:
+            max_sequence_length = config.max_sequence_length
+        require_int("max_sequence_length", max_sequence_length, 3)
+        if max_sequence_length > config.max_sequence_length:
+            raise ValueError(
+                "`max_sequence_length` must be at most the model's max_sequence_length="
+                f"{config.max_sequence_length}. Received: max_sequence_length={max_sequence_length}"
+            )
+        self.max_sequence_length = max_sequence_length
+        self.tokenizer = tokenizer
+        self.text_pair = False
+        self._untracked = _Untracked(model=model)
+        self._asset_directory = tempfile.TemporaryDirectory(prefix="albert_spm_")
+        asset_path = os.path.join(self._asset_directory.name, SENTENCEPIECE_ASSET)
+        with open(asset_path, "wb") as file:
+            file.write(tokenizer.serialized_model)
+        self.sentencepiece_model = tf.saved_model.Asset(asset_path)
+
+    def _finish(self) -> None:
+        """Builds the endpoints and collects the variables they capture (call last in init)."""
+        self.endpoints = self._build_endpoints()
+        captured = {}
+        for function in self.endpoints.values():
+            for variable in function.variables:
+                captured.setdefault(id(variable), variable)
+        self.model_variables = sorted(captured.values(), key=lambda variable: variable.name)
+
+    @property
+    def model(self) -> keras.Model:
+        return self._untracked.model
+
+    def _build_endpoints(self) -> dict:
+        raise NotImplementedError
+
+    def warmup_inputs(self) -> list[tuple[str, dict]]:
+        raise NotImplementedError
+
+    def checked_token_inputs(self, token_ids, segment_ids, padding_mask) -> dict:
+        """The token inputs, with assertions that the model can embed them."""
+        config = self.model.backbone.albert_config
+        checks = [
+            tf.debugging.assert_less_equal(
+                tf.shape(token_ids)[-1],
+                config.max_sequence_length,
+                message=f"serve_token_ids: sequences longer than the model's "
+                f"max_sequence_length={config.max_sequence_length}",
+            ),
+            tf.debugging.assert_non_negative(
+                token_ids, message="serve_token_ids: negative token_ids"
+            ),
+            tf.debugging.assert_less(
+                token_ids,
+                config.vocabulary_size,
+                message=f"serve_token_ids: token_ids must be < vocabulary_size="
+                f"{config.vocabulary_size}",
+            ),
+        ]
+        with tf.control_dependencies(checks):
+            return {
+                "token_ids": tf.identity(token_ids),
+                "segment_ids": segment_ids,
+                "padding_mask": padding_mask,
+            }
+
+    def save(self, export_dir: str | os.PathLike) -> str:
+        """Writes the SavedModel to `export_dir` (which must not exist or be empty)."""
+        export_dir = os.fspath(export_dir)
+        tf.saved_model.save(self, export_dir, signatures=self.endpoints)
+        return export_dir
+
+
+def concrete(function, **specs):
+    """A straight-line concrete function (no autograph, as the classifier's endpoints)."""
+    return tf.function(function, autograph=False).get_concrete_function(**specs)
+
+
+def string_spec(*shape) -> tf.TensorSpec:
+    return tf.TensorSpec(list(shape), tf.string)
+
+
+def token_specs(rank: int = 2) -> dict:
+    return {name: tf.TensorSpec([None] * rank, tf.int32) for name in TOKEN_INPUTS}
