@@ -112,11 +112,11 @@ def normalize_text_graph(
         text = tf_text.normalize_utf8(text, "NFKD")
         text = tf.strings.regex_replace(text, combining_class() + "+", "")
     if lowercase:
-        text = _lower_keeping_nul(text)
+        text = lower_keeping_nul(text)
     return text
 
 
-def _lower_keeping_nul(text: tf.Tensor) -> tf.Tensor:
+def lower_keeping_nul(text: tf.Tensor) -> tf.Tensor:
     # tf.strings.lower stops at the first NUL character and drops the rest of the string, so
     # the NUL-free parts are lowercased separately and joined again.
     # (Join's `separator` attribute cannot hold a NUL either, hence the append-and-trim.)

@@ -24,8 +24,8 @@ from __future__ import annotations
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from keras_albert.text.tokenizer import (
-    _lower_keeping_nul,
+from keras_albert.text.normalization import (
+    lower_keeping_nul,
     combining_class,
     whitespace_class,
 )
@@ -104,7 +104,7 @@ def tokenize_with_offsets_graph(tokenizer, sentencepiece, context: tf.Tensor) ->
             tf_text.normalize_utf8(pieces, "NFKD"), combining_class() + "+", ""
         )
     if tokenizer.lowercase:
-        pieces = _lower_keeping_nul(pieces)
+        pieces = lower_keeping_nul(pieces)
     pieces = tf.where(is_space, tf.where(kept_space, " ", ""), pieces)
     widths = tf.cast(tf.strings.length(pieces, unit="UTF8_CHAR"), tf.int64)
     normalized = tf.strings.reduce_join(chars.with_flat_values(pieces), axis=1)
