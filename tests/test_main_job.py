@@ -150,11 +150,6 @@ def test_quick_output_has_no_start_up_noise_and_no_trainer_dump(quick_run):
     assert not re.search(r"\d\.\d{6,}", printed_summary), printed_summary
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="the progress lines with a time estimate come from the pretraining and fine-tuning "
-    "drivers' progress rewrite (training/progress.py, other branches); green once merged",
-)
 def test_quick_progress_lines_carry_a_time_estimate(quick_run):
     output = quick_run.stdout.replace("\r", "\n")
     sections = dict(

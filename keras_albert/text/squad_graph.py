@@ -25,8 +25,8 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from keras_albert.text.normalization import (
-    lower_keeping_nul,
     combining_class,
+    lower_keeping_nul,
     whitespace_class,
 )
 

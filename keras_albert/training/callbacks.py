@@ -1,5 +1,5 @@
-"""The callbacks of the two drivers: step-axis logs, TensorBoard and checkpoints (pretraining),
-the task evaluation, the best model and step progress (fine-tuning)."""
+"""The fine-tuning driver's callbacks: the task evaluation, the best model and step progress.
+(Pretraining runs on `keras_albert.training.loop`, with its own callbacks.)"""
 
 from __future__ import annotations
 
@@ -7,74 +7,10 @@ import time
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 from keras_albert.training.finetuning_task import FinetuningTask
-from keras_albert.training.logs import with_our_names
+from keras_albert.training.progress import format_duration
 from keras_albert.training.run_directory import atomic_save_model
-
-
-class StepLogs(keras.callbacks.Callback):
-    """Adds `step` and `learning_rate` to the epoch logs and gives the losses our names; first
-    in the callback list, so the callbacks after it see the same logs."""
-
-    def __init__(self):
-        super().__init__()
-        self.last_logs: dict = {}
-        self.last_epoch_seconds = None
-        self._epoch_started = None
-
-    def on_epoch_begin(self, epoch, logs=None):
-        self._epoch_started = time.perf_counter()
-
-    def on_epoch_end(self, epoch, logs=None):
-        self.last_epoch_seconds = time.perf_counter() - self._epoch_started
-        if logs is None:
-            return
-        renamed = with_our_names(logs)  # in place: the later callbacks get the same dict
-        logs.clear()
-        logs.update(renamed)
-        optimizer = self.model.optimizer
-        # The rate the last update used: the schedule at iterations - 1.
-        step = int(optimizer.iterations.numpy())
-        inner = getattr(optimizer, "inner_optimizer", optimizer)
-        logs["learning_rate"] = _schedule_value(inner, step - 1)
-        logs["step"] = step
-        self.last_logs = dict(logs)
-
-
-def _schedule_value(optimizer, step: int) -> float:
-    rate = optimizer._learning_rate
-    if isinstance(rate, keras.optimizers.schedules.LearningRateSchedule):
-        return float(rate(max(step, 0)))
-    return float(keras.ops.convert_to_numpy(rate))
-
-
-class StepCheckpoints(keras.callbacks.Callback):
-    """Saves model + optimizer every `every` optimizer steps (and at the last step)."""
-
-    def __init__(self, manager: tf.train.CheckpointManager, every: int, train_steps: int):
-        super().__init__()
-        self.manager = manager
-        self.every = every
-        self.train_steps = train_steps
-
-    def on_epoch_end(self, epoch, logs=None):
-        step = int(self.model.optimizer.iterations.numpy())
-        if step % self.every == 0 or step >= self.train_steps:
-            self.manager.save(checkpoint_number=step)
-
-
-class StepTensorBoard(keras.callbacks.TensorBoard):
-    """TensorBoard whose epoch summaries use the optimizer step as x-axis, so that the curves
-    of a resumed run continue where they stopped."""
-
-    def __init__(self, log_dir: str):
-        super().__init__(log_dir=log_dir, update_freq="epoch", write_graph=False)
-
-    def on_epoch_end(self, epoch, logs=None):
-        logs = {k: v for k, v in (logs or {}).items() if k not in ("step", "learning_rate")}
-        super().on_epoch_end(int(self.model.optimizer.iterations.numpy()), logs)
 
 
 class TaskEvaluation(keras.callbacks.Callback):
@@ -125,19 +61,8 @@ class EvaluationProgress(keras.callbacks.ProgbarLogger):
         line = f"evaluation {epoch + 1}/{self.epochs}: steps {first}-{last} of {self.train_steps}"
         if epoch:  # the time so far (evaluations included) per step, times the steps left
             per_step = (time.perf_counter() - self._started) / (first - 1)
-            line += f", about {_duration(per_step * (self.train_steps - first + 1))} left"
+            line += f", about {format_duration(per_step * (self.train_steps - first + 1))} left"
         print(line, flush=True)
-
-
-def _duration(seconds: float) -> str:
-    seconds = round(seconds)
-    if seconds < 60:
-        return f"{seconds}s"
-    minutes, seconds = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes}m{seconds:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m"
 
 
 class BestModel(keras.callbacks.Callback):
