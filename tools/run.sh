@@ -32,7 +32,10 @@ case "$what" in
     echo "== import contracts"
     .venv/bin/lint-imports --config setup.cfg
     echo "== pytest"
-    exec .venv/bin/python -m pytest "$@"
+    # Two worker processes (KERAS_ALBERT_TEST_WORKERS to change; 0 runs in this process), whole
+    # test files per worker so that module fixtures are built once.
+    workers="${KERAS_ALBERT_TEST_WORKERS:-2}"
+    exec .venv/bin/python -m pytest -n "$workers" --dist loadfile "$@"
     ;;
   *)
     echo "usage: bash tools/run.sh main|test [args...]" >&2

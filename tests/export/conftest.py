@@ -209,17 +209,23 @@ def read_logs(path):
 
 
 @pytest.fixture(scope="session")
-def albert_tokenizer_for_export():
-    # Seeding resets TensorFlow's eager resources (the SentencePiece model among them), so it
-    # comes before the tokenizer is built; the models below are built after, deterministically.
+def export_seed():
+    """Seeds once per session, before any export tokenizer exists: seeding clears TensorFlow's
+    kernel cache, which drops the SentencePiece resource of a tokenizer made before it."""
     keras.utils.set_random_seed(7)
+
+
+@pytest.fixture(scope="module")
+def albert_tokenizer_for_export(export_seed):
+    # Module-scoped: a test module in between (run by the same pytest-xdist worker) may seed
+    # TensorFlow, which would drop a session-wide tokenizer's SentencePiece resource.
     return AlbertTokenizer(ALBERT_MODEL)
 
 
 @pytest.fixture(scope="session")
-def served(tmp_path_factory, albert_tokenizer_for_export):
+def served(tmp_path_factory, export_seed):
     """The exports with the harness's answers: {name: Export}, plus the base directory."""
-    tokenizer = albert_tokenizer_for_export
+    tokenizer = AlbertTokenizer(ALBERT_MODEL)  # its own: used only while the exports are made
     backbone = AlbertBackbone(**TINY_SIZES)
     specs = [
         # name, model, text_pair, max_sequence_length, class_names
