@@ -101,8 +101,10 @@ def hf_step(model, inputs):
 
 def runners(config, task: str, batch_size: int, sequence_length: int):
     rng = np.random.default_rng(0)
+    # The span head has two outputs (start, end); the token head has NUM_LABELS.
+    num_labels = 2 if task == "squad" else NUM_LABELS
     hf_config = transformers.AlbertConfig(
-        **config.to_hf_config(), num_labels=NUM_LABELS, attn_implementation="eager"
+        **config.to_hf_config(), num_labels=num_labels, attn_implementation="eager"
     )
     if task == "squad":
         x = random_inputs(rng, (batch_size, sequence_length), config.vocabulary_size)
