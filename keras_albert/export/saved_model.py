@@ -392,7 +392,7 @@ def export_saved_model(
     precision: str = "float32",
     num_layers: int | None = None,
     task_options: dict | None = None,
-) -> AlbertServingModule:
+) -> tf.Module:
     """Writes `model` + `tokenizer` as a TF Serving SavedModel to `export_dir`.
 
     See the module docstring for the signatures, and `AlbertServingModule` for the arguments.
@@ -402,27 +402,14 @@ def export_saved_model(
     classification) is exported by `keras_albert.export.modules.serving_module`, with
     `task_options` its module's own arguments.
     """
-    if model_task(model) not in TASKS:
-        from keras_albert.export.modules import serving_module  # the task modules import us
+    from keras_albert.export.modules import serving_module  # the task modules import us
 
-        module = serving_module(
-            model,
-            tokenizer,
-            max_sequence_length=max_sequence_length,
-            task_options=task_options,
-            text_pair=text_pair,
-            pad_to_max_length=pad_to_max_length,
-            class_names=class_names,
-            precision=precision,
-            num_layers=num_layers,
-        )
-        module.save(export_dir)
-        return module
-    module = AlbertServingModule(
+    module = serving_module(
         model,
         tokenizer,
-        text_pair=text_pair,
         max_sequence_length=max_sequence_length,
+        task_options=task_options,
+        text_pair=text_pair,
         pad_to_max_length=pad_to_max_length,
         class_names=class_names,
         precision=precision,

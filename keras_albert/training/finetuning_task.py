@@ -37,6 +37,8 @@ class FinetuningTask(abc.ABC):
         name: the task's name (in logs and the summary).
         main_metric: the metric (a key of `evaluate`'s result) that picks the best checkpoint.
         sequence_length: `options.sequence_length`, or the task's `default_sequence_length`.
+        train, evaluation: the task's examples (`num_train` and `num_eval` are their lengths
+            unless a task counts otherwise).
         num_train: training examples, as the recipe counts them (questions, sentences, rows).
         num_train_batches_per_pass: batches of `batch_size` in one pass over the training data.
     """
@@ -51,12 +53,12 @@ class FinetuningTask(abc.ABC):
         self.main_metric = "accuracy"
 
     @property
-    @abc.abstractmethod
-    def num_train(self) -> int: ...
+    def num_train(self) -> int:
+        return len(self.train)
 
     @property
-    @abc.abstractmethod
-    def num_eval(self) -> int: ...
+    def num_eval(self) -> int:
+        return len(self.evaluation)
 
     def num_train_features(self) -> int:
         """Rows the training dataset draws from (SQuAD: windows); the pass length."""

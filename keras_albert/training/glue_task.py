@@ -49,14 +49,6 @@ class GlueTask(FinetuningTask):
         else:
             self.loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
-    @property
-    def num_train(self) -> int:
-        return len(self.train)
-
-    @property
-    def num_eval(self) -> int:
-        return len(self.evaluation)
-
     def recipe(self):
         return RECIPES.get(self.spec.name, GENERIC_RECIPE)
 

@@ -177,14 +177,6 @@ class NerTask(FinetuningTask):
         self.labels = label_list(self.train.tags)
         self._eval_inputs = None
 
-    @property
-    def num_train(self) -> int:
-        return len(self.train)
-
-    @property
-    def num_eval(self) -> int:
-        return len(self.evaluation)
-
     def recipe(self):
         return NER_RECIPE
 

@@ -132,14 +132,6 @@ class RaceTask(FinetuningTask):
         self.max_qa_length = options.max_qa_length
         self._eval_inputs = None
 
-    @property
-    def num_train(self) -> int:
-        return len(self.train)
-
-    @property
-    def num_eval(self) -> int:
-        return len(self.evaluation)
-
     def recipe(self):
         return RACE_RECIPE
 
