@@ -1,14 +1,16 @@
 """The main job: Austen novels → tokenizer → pretraining data → pretrained ALBERT → SST-2 from
 it and from scratch → TF Serving export → served in a fresh process → summary and curves.
 
-    python tools/main.py            # the full run, ≈ 20 minutes on 2 CPU cores (see below)
+    python tools/main.py            # the full run, 20-45 minutes on 2 CPU cores (see below)
     python tools/main.py --quick    # every step in a few minutes (smoke test)
     python tools/main.py --force    # redo every step, pretraining from step 0 (the export
                                     # becomes a new version; versions are never overwritten)
 
 Duration on the project's 2-core CPU: 15.6 minutes of steps measured before the from-scratch
 SST-2 run was added (pretraining 694 s, SST-2 fine-tuning 221 s); that run adds about as much
-as the other fine-tuning. `--quick`: about 2.5 minutes on an idle machine.
+as the other fine-tuning. On a slower 2-core machine (AMD EPYC, AVX2 only) pretraining runs at
+about 1.0 step/s: about 33 minutes for its 2,000 steps, about 45 for the whole job.
+`--quick`: about 2.5 minutes on an idle machine.
 
 Every field of `MainJobOptions` (tools/main_job/options.py) is a flag; with `--quick`, the
 flags given override the quick variant's values.
