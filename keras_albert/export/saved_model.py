@@ -93,6 +93,32 @@ def _backbone_of(model: keras.Model) -> AlbertBackbone:
     return model if isinstance(model, AlbertBackbone) else model.backbone
 
 
+def checked_token_inputs(config, token_ids, segment_ids, padding_mask) -> dict:
+    """The `serve_token_ids` inputs, with assertions that a model of `config` can embed them
+    (the last axis of `token_ids` is the sequence; any leading axes are batch or choices)."""
+    checks = [
+        tf.debugging.assert_less_equal(
+            tf.shape(token_ids)[-1],
+            config.max_sequence_length,
+            message=f"serve_token_ids: sequences longer than the model's "
+            f"max_sequence_length={config.max_sequence_length}",
+        ),
+        tf.debugging.assert_non_negative(token_ids, message="serve_token_ids: negative token_ids"),
+        tf.debugging.assert_less(
+            token_ids,
+            config.vocabulary_size,
+            message=f"serve_token_ids: token_ids must be < vocabulary_size="
+            f"{config.vocabulary_size}",
+        ),
+    ]
+    with tf.control_dependencies(checks):
+        return {
+            "token_ids": tf.identity(token_ids),
+            "segment_ids": segment_ids,
+            "padding_mask": padding_mask,
+        }
+
+
 class AlbertServingModule(tf.Module):
     """The serving endpoints of a keras_albert model and its tokenizer, ready to save.
 
@@ -279,7 +305,9 @@ class AlbertServingModule(tf.Module):
             text_specs = {"text": text_spec}
 
         def serve_token_ids(token_ids, segment_ids, padding_mask):
-            return self.outputs(self._checked_token_inputs(token_ids, segment_ids, padding_mask))
+            config = _backbone_of(self.model).albert_config
+            checked = checked_token_inputs(config, token_ids, segment_ids, padding_mask)
+            return self.outputs(checked)
 
         token_spec = tf.TensorSpec([None, None], tf.int32)
         # autograph=False: the endpoints are straight-line graphs, as in ExportArchive.
@@ -300,32 +328,6 @@ class AlbertServingModule(tf.Module):
                 serve_examples, autograph=False
             ).get_concrete_function(inputs=tf.TensorSpec([None], tf.string))
         return functions
-
-    def _checked_token_inputs(self, token_ids, segment_ids, padding_mask) -> dict:
-        config = _backbone_of(self.model).albert_config
-        checks = [
-            tf.debugging.assert_less_equal(
-                tf.shape(token_ids)[1],
-                config.max_sequence_length,
-                message=f"serve_token_ids: sequences longer than the model's "
-                f"max_sequence_length={config.max_sequence_length}",
-            ),
-            tf.debugging.assert_non_negative(
-                token_ids, message="serve_token_ids: negative token_ids"
-            ),
-            tf.debugging.assert_less(
-                token_ids,
-                config.vocabulary_size,
-                message=f"serve_token_ids: token_ids must be < vocabulary_size="
-                f"{config.vocabulary_size}",
-            ),
-        ]
-        with tf.control_dependencies(checks):
-            return {
-                "token_ids": tf.identity(token_ids),
-                "segment_ids": segment_ids,
-                "padding_mask": padding_mask,
-            }
 
     def _example_outputs(self, serialized: tf.Tensor) -> dict:
         features = {"text": tf.io.FixedLenFeature([], tf.string, default_value="")}

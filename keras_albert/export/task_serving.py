@@ -15,7 +15,7 @@ import tempfile
 import keras
 import tensorflow as tf
 
-from keras_albert.export.saved_model import SENTENCEPIECE_ASSET
+from keras_albert.export.saved_model import SENTENCEPIECE_ASSET, checked_token_inputs
 from keras_albert.text.tokenizer import AlbertTokenizer
 from keras_albert.validation import require_int
 
@@ -94,29 +94,7 @@ class TaskServingModule(tf.Module):
     def checked_token_inputs(self, token_ids, segment_ids, padding_mask) -> dict:
         """The token inputs, with assertions that the model can embed them."""
         config = self.model.backbone.albert_config
-        checks = [
-            tf.debugging.assert_less_equal(
-                tf.shape(token_ids)[-1],
-                config.max_sequence_length,
-                message=f"serve_token_ids: sequences longer than the model's "
-                f"max_sequence_length={config.max_sequence_length}",
-            ),
-            tf.debugging.assert_non_negative(
-                token_ids, message="serve_token_ids: negative token_ids"
-            ),
-            tf.debugging.assert_less(
-                token_ids,
-                config.vocabulary_size,
-                message=f"serve_token_ids: token_ids must be < vocabulary_size="
-                f"{config.vocabulary_size}",
-            ),
-        ]
-        with tf.control_dependencies(checks):
-            return {
-                "token_ids": tf.identity(token_ids),
-                "segment_ids": segment_ids,
-                "padding_mask": padding_mask,
-            }
+        return checked_token_inputs(config, token_ids, segment_ids, padding_mask)
 
     def save(self, export_dir: str | os.PathLike) -> str:
         """Writes the SavedModel to `export_dir` (which must not exist or be empty)."""
