@@ -74,8 +74,6 @@ def send_texts(
     timeout: float = 30.0,
 ) -> dict[str, np.ndarray]:
     """Outputs of `serving_default` for `texts` (and `text_pairs`) from a running server."""
-    require_one_of("protocol", protocol, PROTOCOLS)
-    require_one_of("rest_format", rest_format, REST_FORMATS)
     return _send(
         text_inputs(texts, text_pairs),
         model_name,
@@ -102,8 +100,6 @@ def send_inputs(
 ) -> dict[str, np.ndarray]:
     """Outputs of `serving_default` for named inputs, one entry per example in each column
     (e.g. `{"question": [...], "context": [...]}`, or RACE's `options` as lists of texts)."""
-    require_one_of("protocol", protocol, PROTOCOLS)
-    require_one_of("rest_format", rest_format, REST_FORMATS)
     return _send(
         string_inputs(columns),
         model_name,
@@ -118,6 +114,8 @@ def send_inputs(
 
 
 def _send(inputs, model_name, host, protocol, rest_format, rest_port, grpc_port, version, timeout):
+    require_one_of("protocol", protocol, PROTOCOLS)
+    require_one_of("rest_format", rest_format, REST_FORMATS)
     if protocol == "grpc":
         request = predict_request(model_name, inputs, SERVING_DEFAULT, version)
         return predict_grpc(f"{host}:{grpc_port}", request, timeout)
