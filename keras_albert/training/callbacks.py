@@ -1,87 +1,70 @@
-"""The fine-tuning driver's callbacks: the task evaluation, the best model and step progress.
-(Pretraining runs on `keras_albert.training.loop`, with its own callbacks.)"""
+"""The fine-tuning driver's progress over the training loop's steps: a heading per stretch of
+steps between two evaluations, then (verbose 1) Keras's progress bar over its steps.
+
+    evaluation 2/4: steps 101-200 of 400, about 3m 10s left
+    100/100 ━━━━━━━━━━━━━━━━━━━━ 35s 350ms/step - accuracy: 0.8125 - loss: 0.4410
+
+An "evaluation" is the stretch of steps before an evaluation, not a pass over the data (not
+Keras's "Epoch k/n").
+"""
 
 from __future__ import annotations
 
 import time
 
 import keras
-import numpy as np
 
-from keras_albert.training.finetuning_task import FinetuningTask
 from keras_albert.training.progress import format_duration
-from keras_albert.training.run_directory import atomic_save_model
 
 
-class TaskEvaluation(keras.callbacks.Callback):
-    """After each epoch: `task.evaluate(model)`, added to the logs as `val_<metric>`.
+class EvaluationProgress:
+    """Progress of a fine-tuning run of `train_steps` steps, evaluated every `steps_per_epoch`.
 
-    Put it before callbacks that read those logs (`BestModel`, TensorBoard, CSVLogger): Keras
-    hands the same `logs` dict to each callback in turn.
+    Args:
+        steps_per_epoch: steps between two evaluations.
+        train_steps: the steps of the run.
+        verbose: 0: nothing; 1: the heading and a progress bar; 2: the heading only.
+        names: the logs the bar shows (means over the stretch so far, shown as given).
+        clock: a monotonic clock in seconds (tests pass their own).
     """
 
-    def __init__(self, task: FinetuningTask, batch_size: int):
-        super().__init__()
-        self.task = task
-        self.batch_size = batch_size
-        self.history: list[dict] = []
-
-    def on_epoch_end(self, epoch, logs=None):
-        results = self.task.evaluate(self.model, self.batch_size)
-        if logs is not None:
-            logs.update({f"val_{name}": value for name, value in results.items()})
-        self.history.append({"epoch": epoch + 1, **results})
-        shown = ", ".join(f"{name}={value:.4g}" for name, value in results.items())
-        end_of_bar = "\n" if self.params.get("verbose") == 1 else ""  # Keras's bar lacks one
-        print(f"{end_of_bar}{self.task.name} eval after evaluation {epoch + 1}: {shown}")
-
-
-class EvaluationProgress(keras.callbacks.ProgbarLogger):
-    """Keras's progress bar over the steps between two evaluations, headed by a line
-    `evaluation k/n: steps a-b of N, about T left` (not Keras's "Epoch k/n": an epoch here is
-    the stretch of steps before an evaluation, not a pass over the data)."""
-
-    def __init__(self, steps_per_epoch: int, train_steps: int):
-        super().__init__()
+    def __init__(
+        self,
+        steps_per_epoch: int,
+        train_steps: int,
+        verbose: int,
+        names: tuple[str, ...] = ("loss",),
+        clock=time.perf_counter,
+    ):
         self.steps_per_epoch = steps_per_epoch
         self.train_steps = train_steps
+        self.verbose = verbose
+        self.names = tuple(names)
+        self.clock = clock
         self._started = None
+        self._bar = None
 
-    def on_train_begin(self, logs=None):
-        super().on_train_begin(logs)
-        self._started = time.perf_counter()
+    def on_train_begin(self) -> None:
+        self._started = self.clock()
 
-    def on_epoch_begin(self, epoch, logs=None):
-        self._reset_progbar()
-        self._maybe_init_progbar()
+    def on_epoch_begin(self, epoch: int) -> None:
         if not self.verbose:
             return
+        epochs = -(-self.train_steps // self.steps_per_epoch)
         first = epoch * self.steps_per_epoch + 1
         last = min(self.train_steps, (epoch + 1) * self.steps_per_epoch)
-        line = f"evaluation {epoch + 1}/{self.epochs}: steps {first}-{last} of {self.train_steps}"
+        line = f"evaluation {epoch + 1}/{epochs}: steps {first}-{last} of {self.train_steps}"
         if epoch:  # the time so far (evaluations included) per step, times the steps left
-            per_step = (time.perf_counter() - self._started) / (first - 1)
+            per_step = (self.clock() - self._started) / (first - 1)
             line += f", about {format_duration(per_step * (self.train_steps - first + 1))} left"
         print(line, flush=True)
+        if self.verbose == 1:
+            self._bar = keras.utils.Progbar(last - first + 1, stateful_metrics=self.names)
 
-
-class BestModel(keras.callbacks.Callback):
-    """Saves the model to `path` (atomically) after each epoch whose `monitor` log is the
-    highest so far."""
-
-    def __init__(self, path: str, monitor: str):
-        super().__init__()
-        self.path = path
-        self.monitor = monitor
-        self.best = -np.inf
-
-    def on_epoch_end(self, epoch, logs=None):
-        value = (logs or {}).get(self.monitor)
-        if value is None:
-            raise ValueError(
-                f"`monitor` must name a log of the epoch. Received: monitor={self.monitor!r} "
-                f"(logs: {sorted(logs or {})})"
-            )
-        if value > self.best:
-            self.best = value
-            atomic_save_model(self.model, self.path)
+    def on_steps(self, done: int, logs: dict) -> None:
+        """`done` steps of the current stretch are trained; `logs` are their means."""
+        if self._bar is not None:
+            shown = [(name, logs[name]) for name in self.names if name in logs]
+            self._bar.update(done, values=shown)  # finishes its line at the stretch's end
+            if done >= self._bar.target:
+                self._bar = None

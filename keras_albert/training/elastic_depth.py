@@ -13,7 +13,8 @@ so the shallower depths reuse each other's passes: the extra cost of a step is o
 backward pass up to the deepest of `depths`. With groups the schedules differ (see
 `AlbertBackbone.at_depth`) and each depth runs its own passes.
 
-Hook: `finetune` calls `enable_elastic_depth(model, options.elastic_depths)` after compiling.
+Hooks: `finetune` trains through `elastic_replica_fn` (the training loop's step);
+`enable_elastic_depth(model, depths)` does the same for a user's compiled `model.fit`.
 """
 
 from __future__ import annotations
@@ -107,3 +108,21 @@ def enable_elastic_depth(model: AlbertClassifier, depths) -> tuple[int, ...]:
     model.compute_loss = compute_loss
     model.elastic_depths = depths
     return depths
+
+
+def elastic_replica_fn(objective, model: AlbertClassifier, depths):
+    """The training loop's `replica_fn` for `objective` (a `training.objective.Objective`)
+    that also trains `depths`: the loss is the mean of the objective's loss over the full depth
+    and each of `depths`; the metrics stay those of the full depth."""
+    depths = check_depths(model, depths)
+
+    def replica_fn(model, batch, training):
+        loss, sums = objective.replica_fn(model, batch, training)
+        if not training:
+            return loss, sums
+        x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(batch)
+        for logits in elastic_logits(model, x, depths, training=True):
+            loss = loss + objective.loss(y, logits, sample_weight)
+        return loss / (1 + len(depths)), sums
+
+    return replica_fn

@@ -1,5 +1,5 @@
-"""The fine-tuning driver: every task (GLUE-style classification, SQuAD, RACE, NER) over plain
-`model.fit`.
+"""The fine-tuning driver: every task (GLUE-style classification, SQuAD, RACE, NER) through
+the one training loop (`keras_albert.training.loop`), under any strategy.
 
 `finetune(FinetuningOptions(...))` reads the task's files (`keras_albert.training.tasks`: one
 `FinetuningTask` per task), builds the task model on the backbone of our pretraining output, a
@@ -7,11 +7,19 @@ converted checkpoint or (from scratch) a config, trains with AdamW and ALBERT's 
 decay, evaluates the task's official metrics after every stretch of steps, keeps the best
 checkpoint and writes the best checkpoint's predictions.
 
+Every strategy `build_strategy` makes (one device, Mirrored, MultiWorkerMirrored, TPU) runs the
+same loop: the task's global batches are split among the replicas (`loop.replica_share`), the
+task's loss and metrics come from its `Objective`. Under MultiWorkerMirrored every worker
+trains and evaluates (the evaluations are identical), and only the chief writes `output_dir`;
+the other workers write to temporary directories they remove. Users who train a task model
+themselves can still `task.compile(model, optimizer)` and call `model.fit` on one host.
+
 What `output_dir` holds:
 
     best.keras               the task model with the best main metric so far
-    history.csv              one row per evaluation: train loss/metrics and the official metrics
-    logs/train, logs/validation   TensorBoard
+    history.csv              one row per evaluation: step, train loss/metrics (means over the
+                             stretch of steps before it) and the official metrics (`val_`)
+    logs/train, logs/validation   TensorBoard, over the optimizer step
     metrics.json             the best checkpoint's official metrics
     predictions              the best checkpoint's, per task:
                                GLUE: eval_predictions.tsv (index, prediction, label) and, with
@@ -24,28 +32,42 @@ What `output_dir` holds:
 
 Default recipes: google-research/albert `run_glue.sh` (commit 557c37b) per GLUE task, the
 original README's for SQuAD and RACE, Hugging Face `run_ner`'s for NER. `scale` multiplies
-train and warmup steps for small machines (`keras_albert.training.recipes`). Progress is a Keras
-progress bar over the steps between two evaluations, headed "evaluation k/n: steps a-b of N,
-about T left".
+train and warmup steps for small machines (`keras_albert.training.recipes`). Progress: a
+heading "evaluation k/n: steps a-b of N, about T left" per stretch of steps between two
+evaluations, then a progress bar over its steps (`keras_albert.training.callbacks`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
+import shutil
+import tempfile
 import warnings
 
 import keras
 
 from keras_albert.training import run_directory
-from keras_albert.training.callbacks import BestModel, EvaluationProgress, TaskEvaluation
-from keras_albert.training.elastic_depth import enable_elastic_depth
+from keras_albert.training.callbacks import EvaluationProgress
+from keras_albert.training.clipping import AdamW
+from keras_albert.training.elastic_depth import elastic_replica_fn
 from keras_albert.training.initial_weights import initial_backbone, sentencepiece_model_for
+from keras_albert.training.logs import HistoryCsv, TensorBoardLogs
+from keras_albert.training.loop import TrainingLoop, replica_share, run_callbacks
 from keras_albert.training.options import FinetuningOptions
 from keras_albert.training.recipes import epoch_plan, resolve_recipe
 from keras_albert.training.schedule import WarmupPolynomialDecay
-from keras_albert.training.strategy import build_strategy
+from keras_albert.training.strategy import (
+    PEER_ERRORS,
+    build_strategy,
+    is_chief,
+    num_workers,
+    peer_failure,
+    resolve_jit_compile,
+    worker_name,
+)
 from keras_albert.training.tasks import make_task
 
 __all__ = ["FinetuningOptions", "build_optimizer", "finetune"]
@@ -55,9 +77,13 @@ def finetune(options: FinetuningOptions) -> dict:
     """Fine-tunes a model on `options.task`; returns the summary (also `summary.json`)."""
     from keras_albert.text.tokenizer import AlbertTokenizer
 
-    # Setup. Seed first: seeding clears TensorFlow's kernel cache, which drops the
-    # SentencePiece resource of a tokenizer made earlier ("SentencepieceOp ... does not exist"
-    # in tf.data).
+    # First: MultiWorkerMirroredStrategy must be made before TensorFlow runs any op.
+    strategy = build_strategy(
+        options.strategy, **({"tpu_address": options.tpu_address} if options.tpu_address else {})
+    )
+    chief = is_chief(strategy)
+    # Seed before any tokenizer: seeding clears TensorFlow's kernel cache, which drops the
+    # SentencePiece resource of a tokenizer made earlier ("SentencepieceOp ... does not exist").
     keras.utils.set_random_seed(options.seed)
     run_directory.check_output_dir(options.output_dir)
     sentencepiece_model = sentencepiece_model_for(options)
@@ -71,13 +97,17 @@ def finetune(options: FinetuningOptions) -> dict:
     # Data.
     task = make_task(options, tokenizer)
     recipe = resolve_recipe(options, task.recipe(), task.num_train)
+    if recipe.batch_size % strategy.num_replicas_in_sync:
+        raise ValueError(
+            f"`batch_size` must be a multiple of the {strategy.num_replicas_in_sync} replicas "
+            f"(the global batch is split evenly). Received: batch_size={recipe.batch_size}"
+        )
     epochs, steps_per_epoch = epoch_plan(
         recipe.train_steps, recipe.batch_size, task.num_train_features(), options.epochs
     )
     train_steps = epochs * steps_per_epoch
 
     # Model.
-    strategy = build_strategy(options.strategy)
     with strategy.scope():
         backbone = initial_backbone(options)
         config = backbone.albert_config
@@ -97,56 +127,58 @@ def finetune(options: FinetuningOptions) -> dict:
         optimizer = build_optimizer(
             recipe.learning_rate, train_steps, recipe.warmup_steps, options.weight_decay_rate
         )
-        task.compile(model, optimizer)
-        if options.elastic_depths:
-            enable_elastic_depth(model, options.elastic_depths)
+        task.compile(model, optimizer)  # what `best.keras` carries, for users' `model.fit`
+        optimizer.build(model.trainable_variables)
+    objective = task.objective(model)
+    replica_fn = objective.replica_fn
+    if options.elastic_depths:
+        replica_fn = elastic_replica_fn(objective, model, options.elastic_depths)
 
-    # The loop. The output directory is made only now: a failed check leaves none behind.
-    run_directory.prepare_output_dir(options.output_dir)
-    train_dataset = task.train_dataset(recipe.batch_size, options.seed)
-    evaluator = TaskEvaluation(task, recipe.batch_size)
-    best_path = os.path.join(options.output_dir, "best.keras")
-    callbacks = [
-        evaluator,  # first: the callbacks after it read the metrics it adds to the logs
-        BestModel(best_path, monitor=f"val_{task.main_metric}"),
-        keras.callbacks.CSVLogger(os.path.join(options.output_dir, "history.csv")),
-        keras.callbacks.TensorBoard(os.path.join(options.output_dir, "logs"), write_graph=False),
-        EvaluationProgress(steps_per_epoch, train_steps),
-    ]
-    print(
-        f"keras_albert: {task.name}: {task.num_train} train / {task.num_eval} eval examples; "
-        f"{train_steps} steps (batch {recipe.batch_size}, peak lr {recipe.learning_rate}, "
-        f"warmup {recipe.warmup_steps}), {epochs} evaluations"
+    # The loop. The chief's output directory is made only now: a failed check leaves none
+    # behind; the other workers write to a temporary one they remove.
+    output_dir = options.output_dir
+    if chief:
+        run_directory.prepare_output_dir(output_dir)
+    else:
+        output_dir = tempfile.mkdtemp(prefix=f"keras_albert-{worker_name(strategy)}-")
+    loop = TrainingLoop(
+        strategy,
+        model,
+        optimizer,
+        replica_fn,
+        steps_per_execution=options.steps_per_execution,
+        jit_compile=resolve_jit_compile(options.jit_compile, strategy),
     )
+    if chief:
+        print(
+            f"keras_albert: {task.name}: {task.num_train} train / {task.num_eval} eval "
+            f"examples; {train_steps} steps (batch {recipe.batch_size}, peak lr "
+            f"{recipe.learning_rate}, warmup {recipe.warmup_steps}), {epochs} evaluations"
+        )
     # The backbone's pooler takes no part in the span and token heads: no gradient, by design.
     warnings.filterwarnings("ignore", message=r"Gradients do not exist for variables \['pooler/")
+    best_path = os.path.join(output_dir, "best.keras")
     try:
-        model.fit(
-            train_dataset,
-            epochs=epochs,
-            steps_per_epoch=steps_per_epoch,
-            callbacks=callbacks,
-            shuffle=False,  # the dataset shuffles itself
-            verbose=options.verbose,
-        )
+        history = _train(loop, task, objective, recipe, options, output_dir, chief,
+                         epochs, steps_per_epoch)  # fmt: skip
+        # Save: the best model's predictions and metrics, the SentencePiece model, the summary.
+        best = keras.models.load_model(best_path)
+        best_results = task.evaluate(best, recipe.batch_size, output_dir=output_dir)
     except KeyboardInterrupt:  # one line for the command, not TensorFlow's traceback
         saved = (
             f"the best model so far is {best_path}"
-            if os.path.exists(best_path)
+            if chief and os.path.exists(best_path)
             else f"nothing saved in {options.output_dir} yet"
         )
         raise KeyboardInterrupt(f"{saved} — rerun the same command to train again") from None
-
-    # Save: the best model's predictions and metrics, the SentencePiece model, the summary.
-    best = keras.models.load_model(best_path)
-    best_results = task.evaluate(best, recipe.batch_size, output_dir=options.output_dir)
-    run_directory.write_text_atomically(
-        os.path.join(options.output_dir, "metrics.json"), json.dumps(best_results, indent=2) + "\n"
-    )
-    run_directory.atomic_copy(
-        sentencepiece_model, os.path.join(options.output_dir, "tokenizer.model")
-    )
-    best_epoch = max(evaluator.history, key=lambda row: row[task.main_metric])["epoch"]
+    except PEER_ERRORS as error:
+        if num_workers(strategy) == 1:
+            raise
+        raise peer_failure(error, "rerun the same command") from error
+    finally:
+        if not chief:
+            shutil.rmtree(output_dir, ignore_errors=True)
+    best_epoch = max(history, key=lambda row: row[task.main_metric])["epoch"]
     summary = {
         "task": task.name,
         "options": dataclasses.asdict(options),
@@ -157,25 +189,92 @@ def finetune(options: FinetuningOptions) -> dict:
         "train_steps": train_steps,
         **task.summary(),
         "main_metric": task.main_metric,
-        "history": evaluator.history,
+        "strategy": type(strategy).__name__,
+        "num_replicas": strategy.num_replicas_in_sync,
+        "num_workers": num_workers(strategy),
+        "history": history,
         "best_epoch": best_epoch,
         "best": best_results,
     }
-    run_directory.write_summary(options.output_dir, summary)
+    if not chief:
+        return {**summary, "chief": False}
+    run_directory.write_text_atomically(
+        os.path.join(output_dir, "metrics.json"), json.dumps(best_results, indent=2) + "\n"
+    )
+    run_directory.atomic_copy(sentencepiece_model, os.path.join(output_dir, "tokenizer.model"))
+    run_directory.write_summary(output_dir, summary)
     print(json.dumps({"task": task.name, "best_epoch": best_epoch, "best": best_results}))
     return summary
 
 
+def _train(loop, task, objective, recipe, options, output_dir, chief, epochs, steps_per_epoch):
+    """`epochs` stretches of `steps_per_epoch` steps, each followed by the task's evaluation;
+    saves the best model to `output_dir/best.keras`; returns one row per evaluation."""
+    batch_size = recipe.batch_size
+    iterator = loop.iterator(
+        lambda context: replica_share(
+            task.train_dataset(batch_size, options.seed), batch_size, context
+        )
+    )
+    train_steps = epochs * steps_per_epoch
+    progress = EvaluationProgress(
+        steps_per_epoch, train_steps, options.verbose if chief else 0, objective.names
+    )
+    callbacks: list = []
+    if chief:
+        callbacks = [
+            HistoryCsv(os.path.join(output_dir, "history.csv"), ("step", "epoch")),
+            TensorBoardLogs(os.path.join(output_dir, "logs")),
+        ]
+    best_path = os.path.join(output_dir, "best.keras")
+    best_value = -math.inf
+    history = []
+    chunk = max(1, loop.steps_per_execution)
+    progress.on_train_begin()
+    run_callbacks(callbacks, "on_train_begin", 0)
+    for epoch in range(epochs):
+        progress.on_epoch_begin(epoch)
+        totals: dict = {}
+        done = 0
+        while done < steps_per_epoch:
+            count = min(chunk, steps_per_epoch - done)
+            sums = loop.train(iterator, count)
+            totals = {key: totals.get(key, 0.0) + value for key, value in sums.items()}
+            done += count
+            progress.on_steps(done, objective.logs(totals, done))
+        logs = objective.logs(totals, steps_per_epoch)
+        if not math.isfinite(logs["loss"]):
+            raise FloatingPointError(
+                f"The training loss became NaN or infinite by step {(epoch + 1) * steps_per_epoch}."
+            )
+        results = task.evaluate(loop.model, batch_size)
+        shown = ", ".join(f"{name}={value:.4g}" for name, value in results.items())
+        if chief and options.verbose:
+            print(f"{task.name} eval after evaluation {epoch + 1}: {shown}", flush=True)
+        step = (epoch + 1) * steps_per_epoch
+        history.append({"epoch": epoch + 1, "step": step, **results})
+        if results[task.main_metric] > best_value:
+            best_value = results[task.main_metric]
+            run_directory.atomic_save_model(loop.model, best_path)
+        row = {"step": step, "epoch": epoch + 1, **logs}
+        row.update({f"val_{name}": value for name, value in results.items()})
+        run_callbacks(callbacks, "on_log", step, row)
+    run_callbacks(callbacks, "on_train_end", train_steps)
+    return history
+
+
 def build_optimizer(
     learning_rate: float, train_steps: int, warmup_steps: int, weight_decay_rate: float
-) -> keras.optimizers.AdamW:
+) -> AdamW:
     """ALBERT's `--optimizer=adamw`: decoupled decay 0.01 (not on LayerNorm or biases),
     epsilon 1e-6, gradients clipped to global norm 1, linear warmup then linear decay to 0.
 
-    Keras's AdamW corrects the moments' bias; ALBERT's AdamWeightDecayOptimizer does not.
+    Keras's AdamW corrects the moments' bias; ALBERT's AdamWeightDecayOptimizer does not. The
+    clipping applies to the gradient summed over replicas, as on one device
+    (`keras_albert.training.clipping`).
     """
     schedule = WarmupPolynomialDecay(learning_rate, warmup_steps, train_steps)
-    optimizer = keras.optimizers.AdamW(
+    optimizer = AdamW(
         learning_rate=schedule,
         weight_decay=weight_decay_rate,
         beta_1=0.9,

@@ -4,8 +4,9 @@ it: GLUE-style classification, SQuAD, RACE and NER each implement `FinetuningTas
     task = TaskClass(options, tokenizer)        # reads the train / eval (/ test) files
     recipe = task.recipe()                       # default hyperparameters, before --scale
     model = task.build_model(backbone)           # a fresh head on the initial backbone
-    task.compile(model, optimizer)
-    model.fit(task.train_dataset(batch_size, seed), ...)
+    objective = task.objective(model)            # loss, loss weights, train metrics
+    TrainingLoop(strategy, model, optimizer, objective.replica_fn)   # (or model.compile + fit:
+    ... task.train_dataset(batch_size, seed) ...                     #  `task.compile`)
     metrics = task.evaluate(model, batch_size)   # {name: number}, `task.main_metric` among them
     task.evaluate(best, batch_size, output_dir)  # the same, and the predictions files written
 
@@ -19,6 +20,8 @@ from typing import TYPE_CHECKING
 
 import keras
 import tensorflow as tf
+
+from keras_albert.training.objective import Objective
 
 if TYPE_CHECKING:
     from keras_albert.models import AlbertBackbone
@@ -71,11 +74,16 @@ class FinetuningTask(abc.ABC):
     def build_model(self, backbone: AlbertBackbone) -> keras.Model: ...
 
     @abc.abstractmethod
-    def compile(self, model: keras.Model, optimizer: keras.optimizers.Optimizer) -> None: ...
+    def objective(self, model: keras.Model) -> Objective:
+        """The loss (with weights) and train metrics of `model`."""
+
+    def compile(self, model: keras.Model, optimizer: keras.optimizers.Optimizer) -> None:
+        """`model.compile` with the task's objective (for `model.fit`)."""
+        model.compile(optimizer=optimizer, **self.objective(model).compile_kwargs())
 
     @abc.abstractmethod
     def train_dataset(self, batch_size: int, seed: int) -> tf.data.Dataset:
-        """Shuffled, repeated batches `(x, y)` for `model.fit`."""
+        """Shuffled, repeated global batches `(x, y)` (full: the last partial one dropped)."""
 
     @abc.abstractmethod
     def evaluate(

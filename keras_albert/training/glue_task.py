@@ -19,6 +19,7 @@ from keras_albert.text.files import write_text_atomically
 from keras_albert.text.glue import Examples, make_dataset, read_examples
 from keras_albert.training.finetuning_task import FinetuningTask
 from keras_albert.training.glue_metrics import compute_metrics, predictions_from_logits
+from keras_albert.training.objective import Objective
 from keras_albert.training.recipes import GENERIC_RECIPE, ORIGINAL_SEQUENCE_LENGTH, RECIPES
 
 
@@ -57,12 +58,12 @@ class GlueTask(FinetuningTask):
             backbone, num_classes=self.spec.num_classes, dropout=self.options.dropout
         )
 
-    def compile(self, model, optimizer):
+    def objective(self, model):
         if self.spec.is_regression:
             metrics = [keras.metrics.MeanSquaredError(name="mse")]
         else:
             metrics = [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
-        model.compile(optimizer=optimizer, loss=self.loss, metrics=metrics)
+        return Objective(self.loss, metrics=metrics)
 
     def _dataset(self, examples, batch_size, **kwargs):
         return make_dataset(examples, self.tokenizer, self.sequence_length, batch_size, **kwargs)

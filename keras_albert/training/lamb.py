@@ -10,11 +10,13 @@ from collections.abc import Iterable
 import keras
 from keras import ops
 
+from keras_albert.training.clipping import SummedGradientClipping
+
 DEFAULT_EXCLUSIONS = ("LayerNorm", "layer_norm", "bias")
 
 
 @keras.saving.register_keras_serializable(package="keras_albert")
-class Lamb(keras.optimizers.Optimizer):
+class Lamb(SummedGradientClipping, keras.optimizers.Optimizer):
     """LAMB (You et al., 2019) with the update rule ALBERT was pretrained with.
 
     For each variable `w` with gradient `g` (after global-norm clipping):
@@ -223,19 +225,6 @@ class Lamb(keras.optimizers.Optimizer):
             )
             update = trust_ratio * update
         self.assign_sub(variable, learning_rate * update)
-
-    def _clip_gradients(self, grads):
-        # Postponed to `_all_reduce_sum_gradients`, the TF backend's hook that
-        # sums gradients over replicas: here they are still per replica.
-        if keras.backend.backend() != "tensorflow":
-            return super()._clip_gradients(grads)
-        return grads
-
-    def _all_reduce_sum_gradients(self, grads_and_vars):
-        # (gradient, variable) pairs, summed over replicas, then clipped.
-        grads_and_vars = list(super()._all_reduce_sum_gradients(grads_and_vars))
-        grads = super()._clip_gradients([g for g, _ in grads_and_vars])
-        return [(g, v) for g, (_, v) in zip(grads, grads_and_vars, strict=True)]
 
     def get_config(self):
         config = super().get_config()

@@ -36,6 +36,7 @@ from keras_albert.text.conll import (
     write_conll_predictions,
 )
 from keras_albert.training.finetuning_task import FinetuningTask
+from keras_albert.training.objective import Objective
 from keras_albert.training.recipes import EpochRecipe
 
 NER_RECIPE = EpochRecipe(learning_rate=5e-5, batch_size=32, epochs=3, warmup_ratio=0.0)
@@ -91,8 +92,12 @@ def ner_metrics() -> list[keras.metrics.Metric]:
     return [FirstPieceAccuracy()]
 
 
+def ner_objective() -> Objective:
+    return Objective(ner_loss(), metrics=ner_metrics())
+
+
 def compile_ner_model(model: AlbertTokenClassifier, optimizer, **compile_kwargs) -> None:
-    model.compile(optimizer=optimizer, loss=ner_loss(), metrics=ner_metrics(), **compile_kwargs)
+    model.compile(optimizer=optimizer, **ner_objective().compile_kwargs(), **compile_kwargs)
 
 
 def ner_inputs(
@@ -183,8 +188,8 @@ class NerTask(FinetuningTask):
     def build_model(self, backbone):
         return build_ner_model(backbone, self.labels, dropout=self.options.dropout)
 
-    def compile(self, model, optimizer):
-        compile_ner_model(model, optimizer)
+    def objective(self, model):
+        return ner_objective()
 
     def train_dataset(self, batch_size, seed):
         return make_ner_dataset(

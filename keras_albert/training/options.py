@@ -214,9 +214,15 @@ class FinetuningOptions:
         max_query_length: SQuAD: question tokens kept.
         max_answer_length: SQuAD: the longest answer span, in tokens.
         max_qa_length: RACE: tokens of question + option kept (their last ones).
-        strategy: a `build_strategy` name.
+        strategy: a `build_strategy` name (auto, cpu, one_device, mirrored, multi_worker with
+            TF_CONFIG, tpu); every one runs the same training loop (`training.loop`).
+        tpu_address: for the "tpu" strategy: a Cloud TPU name, "local" on a TPU VM, or
+            grpc://host:port.
+        steps_per_execution: train steps per `tf.function` call.
+        jit_compile: auto, true or false: XLA for the train step (auto: on GPUs and TPUs).
         seed: seed of weights initialization and shuffling.
-        verbose: Keras `fit` verbosity (0, 1 = progress bar, 2).
+        verbose: 0: quiet; 1: a heading per evaluation and a progress bar over its steps;
+            2: the heading only.
         elastic_depths: also train the shared block at these shallower depths (e.g. 6,3),
             so that the model can be served with `--num-layers` any of them
             (`keras_albert.training.elastic_depth`); the loss is the mean over all depths.
@@ -252,6 +258,11 @@ class FinetuningOptions:
     max_answer_length: int = 30
     max_qa_length: int = 128
     strategy: str = "auto"
+    tpu_address: str | None = None
+    steps_per_execution: int = 1
+    jit_compile: bool | str = dataclasses.field(
+        default="auto", metadata={"parse": parse_bool_or_auto}
+    )
     seed: int = 0
     verbose: int = dataclasses.field(default=1, metadata=_VERBOSITY)
     elastic_depths: tuple[int, ...] | None = dataclasses.field(
@@ -262,7 +273,7 @@ class FinetuningOptions:
         require_exactly_one(
             init_checkpoint=self.init_checkpoint, preset=self.preset, config=self.config
         )
-        for name in ("batch_size", "train_steps", "epochs"):
+        for name in ("batch_size", "train_steps", "epochs", "steps_per_execution"):
             if getattr(self, name) is not None:
                 require_positive_int(name, getattr(self, name))
         require_int("sequence_length", self.sequence_length, 3, optional=True)
@@ -285,6 +296,7 @@ class FinetuningOptions:
             require_given("label_column", self.label_column, "for the generic task")
         else:
             task_class(self.task)  # fails early on an unknown name
+        require_one_of("jit_compile", self.jit_compile, (True, False, "auto"))
         require_one_of("verbose", self.verbose, (0, 1, 2))
 
     def task_spec(self) -> TaskSpec:

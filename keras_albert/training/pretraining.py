@@ -46,7 +46,6 @@ import time
 import keras
 import tensorflow as tf
 
-from keras_albert.cli import ToolError
 from keras_albert.models import AlbertBackbone, AlbertPretrainer
 from keras_albert.text.pretraining.records import RecordLayout, inspect_records
 from keras_albert.training import run_directory
@@ -73,9 +72,13 @@ from keras_albert.training.pretraining_streams import (
 from keras_albert.training.progress import StepProgress
 from keras_albert.training.schedule import WarmupPolynomialDecay
 from keras_albert.training.strategy import (
+    PEER_ERRORS,
     build_strategy,
     choose_precision_policy,
     is_chief,
+    num_workers,
+    peer_failure,
+    resolve_jit_compile,
     worker_name,
 )
 
@@ -207,7 +210,7 @@ def pretrain(options: PretrainingOptions) -> dict:
         optimizer,
         pretraining_replica_fn(options.sentence_order_loss_weight),
         steps_per_execution=options.steps_per_execution,
-        jit_compile=_resolve_jit_compile(options.jit_compile, strategy),
+        jit_compile=resolve_jit_compile(options.jit_compile, strategy),
     )
     train_seconds = 0.0
     last_logs: dict = {}
@@ -222,14 +225,10 @@ def pretrain(options: PretrainingOptions) -> dict:
                 )
             except KeyboardInterrupt:  # one line for the command, not TensorFlow's traceback
                 raise KeyboardInterrupt(_where_to_resume(checkpoints_dir)) from None
-            except _PEER_ERRORS as error:
-                if _num_workers(strategy) == 1:
+            except PEER_ERRORS as error:
+                if num_workers(strategy) == 1:
                     raise
-                raise ToolError(
-                    f"a worker of the cluster stopped or cannot be reached "
-                    f"({type(error).__name__}: {_peer_detail(error)}); "
-                    f"{_where_to_resume(checkpoints_dir)} on every worker"
-                ) from error
+                raise peer_failure(error, _where_to_resume(checkpoints_dir)) from error
             train_seconds = time.perf_counter() - train_started
         final_step = int(optimizer.iterations.numpy())
         if tf.train.latest_checkpoint(checkpoints_dir) != os.path.join(
@@ -266,7 +265,7 @@ def pretrain(options: PretrainingOptions) -> dict:
         "num_parameters": int(model.count_params()),
         "strategy": type(strategy).__name__,
         "num_replicas": strategy.num_replicas_in_sync,
-        "num_workers": _num_workers(strategy),
+        "num_workers": num_workers(strategy),
         "precision": policy,
         "sequence_length": layout.sequence_length,
         "max_predictions_per_sequence": layout.max_predictions_per_sequence,
@@ -330,26 +329,6 @@ def compile_pretrainer(
     )
 
 
-# What a collective raises when a peer worker died or cannot be reached.
-_PEER_ERRORS = (
-    tf.errors.UnavailableError,
-    tf.errors.AbortedError,
-    tf.errors.CancelledError,
-    tf.errors.DeadlineExceededError,
-    tf.errors.InternalError,
-    tf.errors.UnknownError,
-)
-
-
-def _peer_detail(error: Exception) -> str:
-    """The line of TensorFlow's message that names the peer, else its first line."""
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    for line in lines:
-        if any(word in line.lower() for word in ("task", "worker", "heartbeat", "peer")):
-            return line[:300]
-    return lines[0][:300] if lines else ""
-
-
 def _where_to_resume(checkpoints_dir: str) -> str:
     latest = tf.train.latest_checkpoint(checkpoints_dir)
     if latest is None:
@@ -362,20 +341,6 @@ def _learning_rate_at(optimizer, step: int) -> float:
     if isinstance(rate, keras.optimizers.schedules.LearningRateSchedule):
         return float(rate(max(step, 0)))
     return float(keras.ops.convert_to_numpy(rate))
-
-
-def _resolve_jit_compile(jit_compile, strategy) -> bool:
-    """`"auto"`: XLA on GPUs and TPUs, not on a CPU (Keras's `"auto"` does the same)."""
-    if jit_compile == "auto":
-        return choose_precision_policy(strategy) != "float32"
-    return bool(jit_compile)
-
-
-def _num_workers(strategy) -> int:
-    resolver = getattr(strategy, "cluster_resolver", None)
-    if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) or resolver is None:
-        return 1
-    return max(len(resolver.cluster_spec().as_dict().get("worker", [])), 1)
 
 
 def _evaluate(loop: TrainingLoop, eval_fn, options: PretrainingOptions) -> dict:

@@ -34,6 +34,7 @@ from keras_albert.text.race import (
     write_race_predictions,
 )
 from keras_albert.training.finetuning_task import FinetuningTask
+from keras_albert.training.objective import Objective
 from keras_albert.training.recipes import Recipe
 
 RACE_RECIPE = Recipe(learning_rate=1e-5, batch_size=32, train_steps=12000, warmup_steps=1000)
@@ -57,8 +58,12 @@ def race_metrics() -> list[keras.metrics.Metric]:
     return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
 
 
+def race_objective() -> Objective:
+    return Objective(race_loss(), metrics=race_metrics())
+
+
 def compile_race_model(model: AlbertMultipleChoice, optimizer, **compile_kwargs) -> None:
-    model.compile(optimizer=optimizer, loss=race_loss(), metrics=race_metrics(), **compile_kwargs)
+    model.compile(optimizer=optimizer, **race_objective().compile_kwargs(), **compile_kwargs)
 
 
 def race_inputs(
@@ -138,8 +143,8 @@ class RaceTask(FinetuningTask):
     def build_model(self, backbone):
         return build_race_model(backbone, dropout=self.options.dropout)
 
-    def compile(self, model, optimizer):
-        compile_race_model(model, optimizer)
+    def objective(self, model):
+        return race_objective()
 
     def train_dataset(self, batch_size, seed):
         return make_race_dataset(

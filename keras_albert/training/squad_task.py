@@ -28,6 +28,7 @@ from keras_albert.text.squad_postprocess import (
     write_evaluation,
 )
 from keras_albert.training.finetuning_task import FinetuningTask
+from keras_albert.training.objective import Objective
 from keras_albert.training.recipes import EpochRecipe
 
 SQUAD_RECIPE = EpochRecipe(learning_rate=5e-5, batch_size=48, epochs=2, warmup_ratio=0.1)
@@ -95,8 +96,8 @@ class SquadTask(FinetuningTask):
         self._training_targets = model.training_targets
         return model
 
-    def compile(self, model, optimizer):
-        model.compile(optimizer=optimizer, **model.training_loss())
+    def objective(self, model):
+        return Objective(**model.training_loss())
 
     def train_dataset(self, batch_size, seed):
         if self._training_targets is None:

@@ -12,6 +12,8 @@ from urllib.parse import urlparse
 import keras
 import tensorflow as tf
 
+from keras_albert.cli import ToolError
+
 STRATEGY_NAMES = ("auto", "cpu", "one_device", "mirrored", "multi_worker", "tpu")
 DEVICE_KINDS = ("tpu", "gpu", "cpu")
 
@@ -231,3 +233,47 @@ def worker_name(strategy: tf.distribute.Strategy) -> str:
     if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) or resolver is None:
         return "local"
     return f"{resolver.task_type}-{resolver.task_id}"
+
+
+def num_workers(strategy: tf.distribute.Strategy) -> int:
+    """The workers of a `MultiWorkerMirroredStrategy` cluster; 1 for any other strategy."""
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) or resolver is None:
+        return 1
+    return max(len(resolver.cluster_spec().as_dict().get("worker", [])), 1)
+
+
+def resolve_jit_compile(jit_compile: bool | str, strategy: tf.distribute.Strategy) -> bool:
+    """`"auto"`: XLA on GPUs and TPUs, not on a CPU (Keras's `"auto"` does the same)."""
+    if jit_compile == "auto":
+        return choose_precision_policy(strategy) != "float32"
+    return bool(jit_compile)
+
+
+# What a collective raises when a peer worker died or cannot be reached.
+PEER_ERRORS = (
+    tf.errors.UnavailableError,
+    tf.errors.AbortedError,
+    tf.errors.CancelledError,
+    tf.errors.DeadlineExceededError,
+    tf.errors.InternalError,
+    tf.errors.UnknownError,
+)
+
+
+def peer_failure(error: Exception, next_step: str) -> ToolError:
+    """The one-line error for a collective that failed because a worker stopped (one of
+    `PEER_ERRORS` under a cluster of several workers); `next_step` says how to go on."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    detail = next(
+        (
+            line
+            for line in lines
+            if any(word in line.lower() for word in ("task", "worker", "heartbeat", "peer"))
+        ),
+        lines[0] if lines else "",
+    )[:300]
+    return ToolError(
+        f"a worker of the cluster stopped or cannot be reached ({type(error).__name__}: "
+        f"{detail}); {next_step} on every worker"
+    )

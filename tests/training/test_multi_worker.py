@@ -7,11 +7,15 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
+from pathlib import Path
 
+import keras
 import numpy as np
 import pytest
 
+from keras_albert import AlbertConfig
 from tests.training.test_pretraining import write_records
 from tests.training.test_pretraining_subprocess import (
     environment,
@@ -189,3 +193,70 @@ def test_a_killed_worker_stops_the_job_and_the_rerun_resumes(data):
         for a, b in zip(final_weights(reference), final_weights(shared), strict=True)
     ]
     assert max(differences) <= 1e-4, max(differences)
+
+
+# ----------------------------------------------------------------------------------------------
+# Fine-tuning: the same loop, the SST-2 sample.
+
+FINETUNE_TOOL = Path(__file__).resolve().parents[2] / "tools" / "finetune.py"
+GLUE_DIR = Path(__file__).resolve().parents[1] / "data" / "glue"
+SPM = Path(__file__).resolve().parents[1] / "data" / "30k-clean.model"
+
+
+def finetune_command(tmp_path, output_dir, strategy):
+    config = tmp_path / "albert_config.json"
+    if not config.exists():
+        AlbertConfig(
+            vocabulary_size=30000, embedding_dim=16, hidden_dim=32, intermediate_dim=64,
+            num_layers=2, num_heads=2, max_sequence_length=32,
+        ).to_json(config)  # fmt: skip
+    return [
+        sys.executable, str(FINETUNE_TOOL), "--task", "sst2",
+        "--train-data", str(GLUE_DIR / "sst2_train.tsv"),
+        "--eval-data", str(GLUE_DIR / "sst2_dev.tsv"),
+        "--config", str(config), "--sentencepiece-model", str(SPM),
+        "--sequence-length", "32", "--batch-size", "8", "--train-steps", "6", "--epochs", "3",
+        "--learning-rate", "1e-3", "--warmup-steps", "1", "--dropout", "0", "--seed", "3",
+        "--strategy", strategy, "--jit-compile", "false", "--verbose", "0",
+        "--output-dir", str(output_dir),
+    ]  # fmt: skip
+
+
+def test_finetuning_on_two_workers_equals_one_process(tmp_path):
+    one = tmp_path / "one"
+    reference = subprocess.Popen(
+        finetune_command(tmp_path, one, "cpu"), env=environment(),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    shared = tmp_path / "shared"
+    command = finetune_command(tmp_path, shared, "multi_worker")
+    chief_output, worker_output = run_workers([command, command], tmp_path)
+    (reference_output,) = wait_all([reference])
+    assert reference.returncode == 0, reference_output[-4000:]
+
+    one_summary = json.loads((one / "summary.json").read_text())
+    summary = json.loads((shared / "summary.json").read_text())
+    assert summary["num_workers"] == 2 and summary["num_replicas"] == 2
+    assert summary["strategy"] == "CollectiveAllReduceStrategy"
+    # The train logs (each replica's half of every batch, summed) and the evaluations.
+    one_rows, shared_rows = history(one), history(shared)
+    assert [row["step"] for row in shared_rows] == ["2", "4", "6"]
+    for a, b in zip(one_rows, shared_rows, strict=True):
+        for name in ("loss", "accuracy", "val_loss", "val_accuracy"):
+            np.testing.assert_allclose(float(b[name]), float(a[name]), rtol=1e-5, err_msg=name)
+    assert summary["best_epoch"] == one_summary["best_epoch"]
+    differences = [
+        float(np.abs(a - b).max())
+        for a, b in zip(
+            keras.models.load_model(one / "best.keras").get_weights(),
+            keras.models.load_model(shared / "best.keras").get_weights(),
+            strict=True,
+        )
+    ]
+    assert max(differences) <= 1e-5, max(differences)
+    # Only the chief's artifacts: the other worker's temporary directory is gone.
+    assert sorted(os.listdir(shared)) == sorted(os.listdir(one))
+    assert '"best_epoch"' in chief_output and '"best_epoch"' not in worker_output
+    for scratch in tmp_path.glob("tmp-*-worker*"):
+        left = list(scratch.glob("keras_albert-*"))
+        assert not left, left

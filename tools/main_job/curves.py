@@ -2,7 +2,6 @@
 steps) beside SST-2 fine-tuning from the pretraining checkpoint and from scratch."""
 
 import csv
-import json
 import os
 
 from main_job.options import MainJobOptions
@@ -16,14 +15,8 @@ def _read_history(path: str) -> list[dict]:
 
 
 def _finetuning_history(directory: str) -> list[dict]:
-    """The run's history rows with a `step` column (rows are per evaluation, `epoch` 0-based)."""
-    rows = _read_history(os.path.join(directory, "history.csv"))
-    summary_path = os.path.join(directory, "summary.json")
-    steps_per_epoch = 1
-    if os.path.exists(summary_path):
-        with open(summary_path, encoding="utf-8") as f:
-            steps_per_epoch = json.load(f).get("steps_per_epoch") or 1
-    return [{**row, "step": (int(row["epoch"]) + 1) * steps_per_epoch} for row in rows]
+    """The run's history rows (one per evaluation, with its `step`)."""
+    return _read_history(os.path.join(directory, "history.csv"))
 
 
 def _points(rows: list[dict], x_name: str, y_name: str) -> list[tuple[float, float]]:

@@ -1,0 +1,143 @@
+"""The training loop the drivers run (`keras_albert.training.loop.TrainingLoop`) vs Keras's
+`model.fit` path, on one device: ALBERT pretraining (MLM + SOP, LAMB) and SST-2-style
+fine-tuning (`AlbertClassifier`, AdamW), same model shape, same batch, same optimizer.
+
+Run by hand: `python benchmarks/loop_vs_fit.py [--preset albert_base_v2] [--batch-size 8]
+[--sequence-length 128] [--rounds 5] [--steps-per-round 3]`.
+
+In this one process, interleaved round by round (`benchmarks/interleaved.py`): each side is the
+compiled step its path runs, one step per call — `model.train_on_batch` (the train function
+`fit` calls once per step) and `TrainingLoop.train(iterator, 1)` over a dataset that repeats
+the same batch (the loop's distributed iterator, `strategy.run` and reductions included).
+Prints sequences/s, the ratio loop / fit (the floor: ≥ 1.0) and writes the raw rounds to
+`--results-json`.
+Keras's `fit` cannot run under `MultiWorkerMirroredStrategy` (keras-team/keras#20585), so there
+is no multi-worker `fit` to compare with; tests/training/test_multi_worker.py shows the loop's
+two-worker runs equal one process.
+"""
+
+import argparse
+import os
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+from interleaved import interleaved_rates, report  # noqa: E402 (benchmarks/interleaved.py)
+from results import default_path, write_results  # noqa: E402 (benchmarks/results.py)
+
+from keras_albert import AlbertBackbone, AlbertPretrainer  # noqa: E402
+from keras_albert.models import AlbertClassifier  # noqa: E402
+from keras_albert.training.finetuning import build_optimizer  # noqa: E402
+from keras_albert.training.lamb import Lamb  # noqa: E402
+from keras_albert.training.loop import TrainingLoop  # noqa: E402
+from keras_albert.training.objective import Objective  # noqa: E402
+from keras_albert.training.pretraining import (  # noqa: E402
+    compile_pretrainer,
+    pretraining_replica_fn,
+)
+
+
+def make_inputs(batch_size, sequence_length, vocabulary_size):
+    num_masked = min(20, sequence_length - 1)
+    rng = np.random.default_rng(0)
+    token_ids = rng.integers(5, vocabulary_size, (batch_size, sequence_length)).astype("int32")
+    x = {
+        "token_ids": token_ids,
+        "segment_ids": (np.arange(sequence_length) >= sequence_length // 2)
+        .astype("int32")[None]
+        .repeat(batch_size, 0),
+        "padding_mask": np.ones_like(token_ids),
+    }
+    positions = np.stack(
+        [np.sort(rng.choice(np.arange(1, sequence_length), num_masked, False)) for _ in token_ids]
+    ).astype("int32")
+    return x, positions, rng.integers(0, 2, batch_size).astype("int32")
+
+
+def loop_runner(model, optimizer, replica_fn, batch):
+    strategy = tf.distribute.get_strategy()
+    loop = TrainingLoop(strategy, model, optimizer, replica_fn)
+    dataset = tf.data.Dataset.from_tensors(batch).repeat()
+    iterator = loop.iterator(lambda context: dataset)
+    return lambda: loop.train(iterator, 1)
+
+
+def pretraining_runners(args, inputs):
+    x, positions, sop_labels = inputs
+    x = {**x, "mask_positions": positions}
+    y = {"mlm_logits": np.take_along_axis(x["token_ids"], positions, 1), "sop_logits": sop_labels}
+    weights = {name: np.ones(value.shape, "float32") for name, value in y.items()}
+    runners = {}
+    for path in ("fit", "loop"):
+        keras.utils.set_random_seed(0)
+        model = AlbertPretrainer(AlbertBackbone.from_preset_name(args.preset))
+        optimizer = Lamb(1e-4)
+        compile_pretrainer(model, optimizer, jit_compile=False)
+        if path == "fit":
+            runners["pretraining fit"] = lambda m=model: m.train_on_batch(
+                x, y, sample_weight=weights
+            )
+        else:
+            optimizer.build(model.trainable_variables)
+            runners["pretraining loop"] = loop_runner(
+                model, optimizer, pretraining_replica_fn(), (x, y, weights)
+            )
+    return runners
+
+
+def finetuning_runners(args, inputs):
+    x, _, labels = inputs
+    runners = {}
+    for path in ("fit", "loop"):
+        keras.utils.set_random_seed(0)
+        model = AlbertClassifier(AlbertBackbone.from_preset_name(args.preset), num_classes=2)
+        objective = Objective(
+            keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+        )
+        optimizer = build_optimizer(2e-5, 1000, 100, 0.01)
+        model.compile(optimizer=optimizer, jit_compile=False, **objective.compile_kwargs())
+        if path == "fit":
+            runners["finetuning fit"] = lambda m=model: m.train_on_batch(x, labels)
+        else:
+            optimizer.build(model.trainable_variables)
+            runners["finetuning loop"] = loop_runner(
+                model, optimizer, objective.replica_fn, (x, labels)
+            )
+    return runners
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--preset", default="albert_base_v2")
+    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--sequence-length", type=int, default=128)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--steps-per-round", type=int, default=3)
+    parser.add_argument("--results-json", default=default_path(__file__))
+    args = parser.parse_args()
+
+    config = AlbertBackbone.from_preset_name(args.preset).albert_config
+    inputs = make_inputs(args.batch_size, args.sequence_length, config.vocabulary_size)
+    results = {"args": vars(args), "load_before": os.getloadavg()}
+    print(
+        f"{args.preset}: batch {args.batch_size}, seq {args.sequence_length}, float32, "
+        f"{os.cpu_count()} CPUs, {args.rounds} rounds; load {os.getloadavg()[0]:.1f}"
+    )
+    for name, make in (("pretraining", pretraining_runners), ("finetuning", finetuning_runners)):
+        runners = make(args, inputs)
+        rates = interleaved_rates(runners, args.batch_size, args.rounds, args.steps_per_round)
+        print(f"{name}:")
+        medians = report(rates)
+        ratio = medians[f"{name} loop"] / medians[f"{name} fit"]
+        print(f"  loop / fit: {ratio:.2f}x")
+        results[name] = {"rates": rates, "medians": medians, "loop_over_fit": ratio}
+    results["load_after"] = os.getloadavg()
+    write_results(args.results_json, results)
+
+
+if __name__ == "__main__":
+    main()
