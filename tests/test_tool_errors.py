@@ -12,13 +12,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-import keras
 import pytest
 
 from keras_albert import AlbertConfig
 from keras_albert.cli import DEBUG_HELP
 from keras_albert.training import pretraining
 from keras_albert.training.finetuning import FinetuningOptions, finetune
+from keras_albert.training.loop import TrainingLoop
 from tests.text.glue_rows import GLUE_DATA
 from tests.training.test_finetuning import TINY_30K
 from tests.training.test_pretraining import options as pretraining_options
@@ -163,7 +163,7 @@ def test_finetuning_interrupt_says_what_was_saved(tmp_path, monkeypatch):
     def ctrl_c(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(keras.Model, "fit", ctrl_c)
+    monkeypatch.setattr(TrainingLoop, "train", ctrl_c)
     tiny = tmp_path / "albert_config.json"
     AlbertConfig(**TINY_30K).to_json(str(tiny))
     split = os.path.join(GLUE_DATA, "sst2_{}.tsv")

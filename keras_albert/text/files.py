@@ -1,20 +1,44 @@
-"""Writing finished text artifacts atomically (a reader never sees half a file)."""
+"""Writing finished text artifacts atomically (a reader never sees half a file), on any file
+system `tf.io.gfile` knows: local paths, `gs://` and the others TensorFlow registers."""
 
 import os
-import tempfile
+import posixpath
+import uuid
+
+import tensorflow as tf
 
 
 def write_text_atomically(path: str | os.PathLike, text: str) -> None:
-    """Writes `text` (UTF-8) to a temporary file beside `path`, then renames it over `path`."""
+    """Writes `text` (UTF-8) to a temporary file beside `path`, then renames it over `path`
+    (on a local disk an atomic rename; on object stores such as `gs://` a copy that readers
+    see whole or not at all)."""
     path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    descriptor, temporary = tempfile.mkstemp(dir=directory, prefix=".tmp-")
+    directory = directory_of(path)
+    tf.io.gfile.makedirs(directory)
+    temporary = _join(directory, f".tmp-{uuid.uuid4().hex}")
     try:
-        with os.fdopen(descriptor, "w", encoding="utf-8", newline="") as file:
-            file.write(text)
-        os.replace(temporary, path)
+        with tf.io.gfile.GFile(temporary, "w") as file:
+            file.write(text.encode("utf-8"))
+        tf.io.gfile.rename(temporary, path, overwrite=True)
     except BaseException:
-        if os.path.exists(temporary):
-            os.remove(temporary)
+        if tf.io.gfile.exists(temporary):
+            tf.io.gfile.remove(temporary)
         raise
+
+
+def is_remote(path: str) -> bool:
+    """Whether `path` names a file system by scheme (`gs://bucket/...`, `ram://...`)."""
+    return "://" in os.fspath(path)
+
+
+def directory_of(path: str) -> str:
+    """The directory of `path` (absolute for local paths)."""
+    path = os.fspath(path)
+    if is_remote(path):
+        return posixpath.dirname(path)
+    return os.path.dirname(os.path.abspath(path))
+
+
+def _join(directory: str, name: str) -> str:
+    join = posixpath.join if is_remote(directory) else os.path.join
+    return join(directory, name)

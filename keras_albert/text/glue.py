@@ -373,7 +373,9 @@ def read_examples(
     reader = _reader(lines, layout, delimiter)
     if header is not None:
         next(reader)
-    for row in tqdm(reader, desc=os.path.basename(path), unit=" rows", disable=not progress):
+    # disable=None: a bar on a terminal only, none in a redirected log.
+    disable = None if progress else True
+    for row in tqdm(reader, desc=os.path.basename(path), unit=" rows", disable=disable):
         line = reader.line_num
         if not row or (len(row) == 1 and not row[0].strip()):
             continue  # blank line

@@ -150,7 +150,7 @@ def _train(input_files, model_prefix, output_directory, options, lowercase, seed
                 unit="B",
                 unit_scale=True,
                 desc="normalizing",
-                disable=not progress,
+                disable=None if progress else True,  # None: on a terminal only
             ) as bar:
                 for path in input_files:
                     num_bytes = num_bad_bytes = 0

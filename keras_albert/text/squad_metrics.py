@@ -31,6 +31,8 @@ import re
 import string
 from collections.abc import Mapping
 
+from keras_albert.text.files import write_text_atomically
+
 _PUNCTUATION = frozenset(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 
@@ -164,9 +166,4 @@ def evaluate(
 
 def write_json(value, path: str | os.PathLike) -> None:
     """Writes `value` as JSON atomically (a temporary file renamed into place)."""
-    path = os.fspath(path)
-    temporary = path + ".tmp"
-    with open(temporary, "w", encoding="utf-8") as f:
-        json.dump(value, f, indent=2, ensure_ascii=False)
-        f.write("\n")
-    os.replace(temporary, path)
+    write_text_atomically(path, json.dumps(value, indent=2, ensure_ascii=False) + "\n")

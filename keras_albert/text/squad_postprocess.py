@@ -248,7 +248,6 @@ def apply_null_threshold(result: SquadPredictions, threshold: float) -> dict[str
 
 def write_prediction_files(result: SquadPredictions, output_dir: str | os.PathLike) -> None:
     """`predictions.json`, `null_odds.json` and `nbest_predictions.json` in `output_dir`."""
-    os.makedirs(output_dir, exist_ok=True)
     write_json(result.predictions, os.path.join(output_dir, "predictions.json"))
     write_json(
         {qid: (odds if math.isfinite(odds) else 1e30) for qid, odds in result.null_odds.items()},

@@ -48,6 +48,7 @@ import tempfile
 import warnings
 
 import keras
+import tensorflow as tf
 
 from keras_albert.training import run_directory
 from keras_albert.training.callbacks import EvaluationProgress
@@ -167,7 +168,7 @@ def finetune(options: FinetuningOptions) -> dict:
     except KeyboardInterrupt:  # one line for the command, not TensorFlow's traceback
         saved = (
             f"the best model so far is {best_path}"
-            if chief and os.path.exists(best_path)
+            if chief and tf.io.gfile.exists(best_path)
             else f"nothing saved in {options.output_dir} yet"
         )
         raise KeyboardInterrupt(f"{saved} — rerun the same command to train again") from None

@@ -57,10 +57,10 @@ class HistoryCsv:
         self.columns = list(columns)
 
     def _read(self) -> tuple[list[str], list[dict]]:
-        if not os.path.exists(self.path):
+        if not tf.io.gfile.exists(self.path):
             return [], []
-        with open(self.path, encoding="utf-8", newline="") as f:
-            reader = csv.DictReader(f)
+        with tf.io.gfile.GFile(self.path, "r") as f:
+            reader = csv.DictReader(io.StringIO(f.read()))
             return list(reader.fieldnames or []), list(reader)
 
     def _write(self, columns: list[str], rows: list[dict]) -> None:
@@ -82,15 +82,14 @@ class HistoryCsv:
         self._write(self.columns, kept)
 
     def on_log(self, step: int, logs: dict) -> None:
-        new = [key for key in logs if key not in self.columns]
+        """Adds a row: the file is rewritten whole (atomically; object stores such as `gs://`
+        cannot append), a few hundred rows at most per run."""
+        columns, rows = self._read()
+        self.columns = (columns or self.columns) + [
+            key for key in logs if key not in (columns or self.columns)
+        ]
         row = {key: _cell(value) for key, value in logs.items()}
-        if new or not os.path.exists(self.path):
-            columns, rows = self._read()
-            self.columns = (columns or self.columns) + [c for c in new if c not in columns]
-            self._write(self.columns, [*rows, row])
-            return
-        with open(self.path, "a", encoding="utf-8", newline="") as f:
-            csv.DictWriter(f, self.columns, restval="", lineterminator="\n").writerow(row)
+        self._write(self.columns, [*rows, row])
 
 
 def _step_of(row: dict) -> int:

@@ -77,6 +77,13 @@ class PretrainingOptions:
         checkpoint_every_steps: a multiple of `log_every_steps`.
         keep_checkpoints: how many checkpoints to keep.
         shuffle_buffer_size: records in the shuffle buffer.
+        input_sharding: "global": every input pipeline (worker) reads the whole stream and
+            keeps its replicas' rows of each global batch — the same batches as one device on
+            any topology, resumable on any number of workers, but every host reads all the
+            data; "files": each pipeline reads only its own files (files i, i + P, ... of P
+            pipelines), its own shuffled stream of batch_size / P rows — each host reads 1/P of
+            the data, as a pod needs; the batches then depend on the number of workers (resume
+            on the same topology).
         seed: seed of weights initialization, shuffles and dynamic masking; resume relies on it.
         deterministic: deterministic TensorFlow ops for the whole process: bit-reproducible
             runs, slower input pipelines.
@@ -115,6 +122,7 @@ class PretrainingOptions:
     checkpoint_every_steps: int = 1000
     keep_checkpoints: int = 3
     shuffle_buffer_size: int = 10_000
+    input_sharding: str = "global"
     seed: int = 12345
     deterministic: bool = False
     verbose: int = dataclasses.field(default=2, metadata=_VERBOSITY)
@@ -297,6 +305,7 @@ class FinetuningOptions:
         else:
             task_class(self.task)  # fails early on an unknown name
         require_one_of("jit_compile", self.jit_compile, (True, False, "auto"))
+        require_one_of("input_sharding", self.input_sharding, ("global", "files"))
         require_one_of("verbose", self.verbose, (0, 1, 2))
 
     def task_spec(self) -> TaskSpec:

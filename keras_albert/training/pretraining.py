@@ -94,6 +94,7 @@ __all__ = [
 # Options that fix the data stream and the schedule: a resumed run must not change them.
 RUN_DEFINING_OPTIONS = (
     "train_data",
+    "input_sharding",
     "train_steps",
     "batch_size",
     "learning_rate",

@@ -130,24 +130,45 @@ def make_datasets(
     advances, prefetching ones included. Batches do not straddle passes (each pass drops its
     remainder). Skipping reads (and, with dynamic masking, masks) the skipped records, so a
     resume at step s costs a pass over s batches of input, not of training.
+
+    `options.input_sharding="files"`: each input pipeline reads its own files and makes its
+    own stream (seeded apart from the others) of `batch_size / pipelines` rows per step, split
+    among its replicas; each host then reads only its share of the data.
     """
+
+    files, batch_size, seed_offset = list(layout.files), options.batch_size, 0
+    share_context = input_context
+    if options.input_sharding == "files" and input_context is not None:
+        pipelines, pipeline = input_context.num_input_pipelines, input_context.input_pipeline_id
+        if len(files) < pipelines:
+            raise ValueError(
+                f"`input_sharding='files'` needs at least one file per input pipeline: "
+                f"{len(files)} file(s) for {pipelines} pipelines. Received: "
+                f"train_data={options.train_data!r}"
+            )
+        files = files[pipeline::pipelines]
+        local = input_context.num_replicas_in_sync // pipelines
+        batch_size = input_context.get_per_replica_batch_size(options.batch_size) * local
+        seed_offset = pipeline << 40  # above every pass index: streams of their own
+        # This pipeline's batches are split among its own replicas only.
+        share_context = tf.distribute.InputContext(1, 0, local)
 
     def one_pass(index):
         return make_pretraining_dataset(
-            list(layout.files),
-            options.batch_size,
+            files,
+            batch_size,
             layout.sequence_length,
             layout.max_predictions_per_sequence,
             shuffle=True,
             shuffle_buffer_size=options.shuffle_buffer_size,
-            seed=_pass_seed(options.seed, index),
+            seed=_pass_seed(options.seed, index) + seed_offset,
             dynamic_masking=masking,
         )
 
     passes = tf.data.Dataset.range(_MAX_PASSES).flat_map(one_pass)
     stream = passes.skip(start_step).map(to_model_labels)
-    if input_context is not None:
-        stream = replica_share(stream, options.batch_size, input_context)
+    if share_context is not None:
+        stream = replica_share(stream, batch_size, share_context)
     return stream.prefetch(tf.data.AUTOTUNE)
 
 

@@ -1,15 +1,16 @@
 """A driver's output directory: made and probed before work starts, finished files written
 atomically (text, `.keras` models, copies, `summary.json`), and `run.json`, the options that fix
-a pretraining run, checked when the run resumes."""
+a pretraining run, checked when the run resumes. Every path goes through `tf.io.gfile`: an
+output directory may be local or on any file system TensorFlow registers (`gs://...`)."""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import uuid
 
 import keras
+import tensorflow as tf
 
 from keras_albert.text.files import write_text_atomically
 
@@ -20,7 +21,7 @@ _RENAMED_RUN_KEYS = {"total_steps": "train_steps", "vocabulary": "sentencepiece_
 
 def check_output_dir(path: str) -> None:
     """Fails early (before any work) when `path` is an existing file, not a directory."""
-    if os.path.exists(path) and not os.path.isdir(path):
+    if tf.io.gfile.exists(path) and not tf.io.gfile.isdir(path):
         raise FileExistsError(
             f"`output_dir` must be a directory, not an existing file. Received: output_dir={path!r}"
         )
@@ -30,28 +31,29 @@ def prepare_output_dir(path: str) -> None:
     """Makes `path` and checks that a file can be written there (before any long work)."""
     check_output_dir(path)
     try:
-        os.makedirs(path, exist_ok=True)
+        tf.io.gfile.makedirs(path)
         probe = os.path.join(path, f".write-probe-{uuid.uuid4().hex}")
-        with open(probe, "w", encoding="utf-8") as f:
+        with tf.io.gfile.GFile(probe, "w") as f:
             f.write("ok")
-        os.remove(probe)
-    except OSError as error:
+        tf.io.gfile.remove(probe)
+    except (OSError, tf.errors.OpError) as error:
+        detail = getattr(error, "strerror", None) or getattr(error, "message", None) or error
         raise ValueError(
-            f"`output_dir` is not a writable directory: {path!r} ({error.strerror or error})."
+            f"`output_dir` is not a writable directory: {path!r} ({detail})."
         ) from None
 
 
 def atomic_copy(source: str, path: str) -> None:
     temporary = f"{path}.tmp-{uuid.uuid4().hex}"
-    shutil.copyfile(source, temporary)
-    os.replace(temporary, path)
+    tf.io.gfile.copy(source, temporary, overwrite=True)
+    tf.io.gfile.rename(temporary, path, overwrite=True)
 
 
 def atomic_save_model(model: keras.Model, path: str) -> None:
     """`model.save(path)` through a temporary `.keras` file (Keras needs the suffix)."""
     temporary = f"{path[: -len('.keras')]}-tmp-{uuid.uuid4().hex}.keras"
     model.save(temporary)
-    os.replace(temporary, path)
+    tf.io.gfile.rename(temporary, path, overwrite=True)
 
 
 def write_summary(output_dir: str, summary: dict) -> str:
@@ -64,9 +66,9 @@ def write_summary(output_dir: str, summary: dict) -> str:
 def read_run_file(directory: str) -> dict | None:
     """The options recorded in `directory/run.json` under today's names, or None."""
     path = os.path.join(directory, RUN_FILE)
-    if not os.path.isfile(path):
+    if not tf.io.gfile.exists(path) or tf.io.gfile.isdir(path):
         return None
-    with open(path, encoding="utf-8") as f:
+    with tf.io.gfile.GFile(path, "r") as f:
         recorded = json.load(f)
     return {_RENAMED_RUN_KEYS.get(key, key): value for key, value in recorded.items()}
 

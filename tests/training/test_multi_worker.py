@@ -147,6 +147,20 @@ def test_two_workers_equal_one_process_and_only_the_chief_writes(data):
         assert not left, left
 
 
+def test_two_workers_reading_their_own_files(data):
+    """`--input-sharding files`: each worker reads one of the two files; the run trains to the
+    end with half of each global batch from each worker's own stream, and says so in
+    run.json."""
+    tmp_path = data
+    shared = tmp_path / "files"
+    command = multi_worker_command(tmp_path, shared, ("--input-sharding", "files"))
+    run_workers([command, command], tmp_path)
+    summary = json.loads((shared / "summary.json").read_text())
+    assert summary["step"] == TRAIN_STEPS and summary["num_workers"] == 2
+    assert json.loads((shared / "run.json").read_text())["input_sharding"] == "files"
+    assert [row["step"] for row in history(shared)] == ["4", "8", "12", "16"]
+
+
 def test_a_killed_worker_stops_the_job_and_the_rerun_resumes(data):
     tmp_path = data
     reference = tmp_path / "reference"

@@ -4,6 +4,7 @@ the original layout, initialization from checkpoints, XLA with static shapes, ba
 import csv
 import dataclasses
 import glob
+import io
 import json
 import os
 import re
@@ -252,6 +253,31 @@ def test_short_fit_learns_and_writes_everything(tmp_path, records):
     assert again["resumed_from_step"] == 55 and again["trained_steps_this_run"] == 0
 
 
+def test_data_and_output_on_a_registered_file_system(tmp_path, records):
+    """Records read and every output written through `tf.io.gfile`: the same run with its data
+    and its output directory on TensorFlow's in-memory file system (`ram://`, registered as
+    `gs://` is) trains on the same batches, writes the same files, and resumes from there."""
+    remote = f"ram://{tmp_path.name}"
+    tf.io.gfile.makedirs(f"{remote}/data")
+    for path in glob.glob(records["train_data"]):
+        tf.io.gfile.copy(path, f"{remote}/data/{os.path.basename(path)}", overwrite=True)
+    local = pretrain(options(tmp_path, records, train_steps=20))
+    run = options(tmp_path, records, train_steps=20, train_data=f"{remote}/data/train-*.tfrecord",
+                  output_dir=f"{remote}/run")  # fmt: skip
+    summary = pretrain(run)
+    assert summary["final_train_logs"] == pytest.approx(local["final_train_logs"], rel=1e-6)
+    listed = sorted(tf.io.gfile.listdir(run.output_dir))
+    assert listed == sorted(os.listdir(tmp_path / "run")), listed
+    with tf.io.gfile.GFile(f"{run.output_dir}/history.csv") as f:
+        assert [row["step"] for row in csv.DictReader(io.StringIO(f.read()))] == ["10", "20"]
+    restored = keras.models.load_model(f"{run.output_dir}/pretrainer.keras")
+    for a, b in zip(restored.get_weights(), keras.models.load_model(
+            tmp_path / "run" / "pretrainer.keras").get_weights(), strict=True):  # fmt: skip
+        np.testing.assert_allclose(a, b, atol=1e-6)
+    again = pretrain(run)  # finds its checkpoint on ram://
+    assert again["resumed_from_step"] == 20 and again["trained_steps_this_run"] == 0
+
+
 def test_evaluation_covers_every_record_with_exact_means(tmp_path, records):
     """21 held-out records in batches of 8: the partial last batch is evaluated (static-shape
     batches would leave 5 records out), the task losses are the exact means over the 21
@@ -365,6 +391,31 @@ def test_the_stream_is_a_function_of_the_seed_alone(tmp_path, records):
     rows = under_zero.reshape(-1, under_zero.shape[-1])
     assert len({row.tobytes() for row in rows[:96]}) == 96
     assert not np.array_equal(rows[:16], rows[96:112])
+
+
+def test_input_sharding_by_files_reads_only_the_pipelines_own_files(tmp_path, records):
+    """`input_sharding="files"`: of 2 input pipelines (workers) with one replica each, each
+    reads only its own file, in batches of batch_size / 2; with fewer files than pipelines, a
+    clear error."""
+    run = options(tmp_path, records, input_sharding="files")
+    layout = inspect_records(run.train_data)
+
+    def rows(dataset):
+        return {row.tobytes() for x, _, _ in dataset for row in x["token_ids"].numpy()}
+
+    for pipeline, path in enumerate(layout.files):
+        context = tf.distribute.InputContext(2, pipeline, 2)
+        batches = list(make_datasets(run, layout, input_context=context).take(12))
+        assert {int(x["token_ids"].shape[0]) for x, _, _ in batches} == {4}
+        own = make_pretraining_dataset(
+            [path], 8, layout.sequence_length, layout.max_predictions_per_sequence, shuffle=False
+        )
+        assert rows(batches) == rows(own)  # 12 × 4 = 48 rows: exactly its file, once
+    single = dataclasses.replace(layout, files=layout.files[:1])
+    with pytest.raises(
+        ValueError, match=r"at least one file per input pipeline: 1 file\(s\) for 2"
+    ):
+        make_datasets(run, single, input_context=tf.distribute.InputContext(2, 0, 2))
 
 
 @pytest.mark.parametrize("kind", ["keras_pretrainer", "keras_backbone", "weights_h5", "hf"])

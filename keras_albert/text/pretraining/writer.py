@@ -224,7 +224,8 @@ def create_pretraining_data(
         # `*.tfrecord` never matches a half-written file.
         partial_paths = [f"{p}.incomplete" for p in paths]
         writers = [tf.io.TFRecordWriter(p) for p in partial_paths]
-        bar = tqdm(total=total_bytes, unit="B", unit_scale=True, disable=not progress)
+        # disable=None: a bar on a terminal only, none in a redirected log.
+        bar = tqdm(total=total_bytes, unit="B", unit_scale=True, disable=None if progress else True)
         pool = None
         finished = False
         try:
