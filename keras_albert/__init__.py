@@ -16,6 +16,7 @@ from keras_albert.text.tokenizer import AlbertTokenizer
 
 # Registers what a saved training output refers to (Lamb, its schedule, the MLM loss) with
 # Keras, so that `keras.models.load_model` needs nothing but `import keras_albert`.
+from keras_albert.training import clipping as _clipping  # noqa: F401  isort: skip
 from keras_albert.training import lamb as _lamb  # noqa: F401  isort: skip
 from keras_albert.training import losses as _losses  # noqa: F401  isort: skip
 from keras_albert.training import schedule as _schedule  # noqa: F401  isort: skip

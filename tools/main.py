@@ -1,15 +1,17 @@
 """The main job: Austen novels → tokenizer → pretraining data → pretrained ALBERT → SST-2 from
 it and from scratch → TF Serving export → served in a fresh process → summary and curves.
 
-    python tools/main.py            # the full run, 20-45 minutes on 2 CPU cores (see below)
+    python tools/main.py            # the full run, about an hour on 2 CPU cores (see below)
     python tools/main.py --quick    # every step in a few minutes (smoke test)
     python tools/main.py --force    # redo every step, pretraining from step 0 (the export
                                     # becomes a new version; versions are never overwritten)
 
-Duration on the project's 2-core CPU: 15.6 minutes of steps measured before the from-scratch
-SST-2 run was added (pretraining 694 s, SST-2 fine-tuning 221 s); that run adds about as much
-as the other fine-tuning. On a slower 2-core machine (AMD EPYC, AVX2 only) pretraining runs at
-about 1.0 step/s: about 33 minutes for its 2,000 steps, about 45 for the whole job.
+Duration, measured from a fresh clone (`bash tools/run.sh main`, 2026-11-23) on this project's
+2-core AMD EPYC (AVX2 only) with small tests running beside it: 66.7 minutes wall, of which
+3 for setting up `.venv` and 63.7 for the steps (tokenizer 4 s, data 10 s, pretraining 2,273 s
+for 2,000 steps at 0.88 steps/s, SST-2 from the checkpoint 761 s and from scratch 756 s for
+1,500 steps each, export 8 s, serving check 12 s). The project's earlier, ~3× faster machine
+ran the steps in about 20 minutes.
 `--quick`: about 2.5 minutes on an idle machine.
 
 Every field of `MainJobOptions` (tools/main_job/options.py) is a flag; with `--quick`, the

@@ -35,7 +35,8 @@ def directory_of(path: str) -> str:
     """The directory of `path` (absolute for local paths)."""
     path = os.fspath(path)
     if is_remote(path):
-        return posixpath.dirname(path)
+        scheme, rest = path.split("://", 1)
+        return f"{scheme}://{posixpath.dirname(rest)}"
     return os.path.dirname(os.path.abspath(path))
 
 

@@ -61,6 +61,11 @@ class EvaluationProgress:
         if self.verbose == 1:
             self._bar = keras.utils.Progbar(last - first + 1, stateful_metrics=self.names)
 
+    @property
+    def showing_bar(self) -> bool:
+        """Whether a progress bar is open (then `on_steps` wants the running logs)."""
+        return self._bar is not None
+
     def on_steps(self, done: int, logs: dict) -> None:
         """`done` steps of the current stretch are trained; `logs` are their means."""
         if self._bar is not None:

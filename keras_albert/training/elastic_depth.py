@@ -122,7 +122,7 @@ def elastic_replica_fn(objective, model: AlbertClassifier, depths):
             return loss, sums
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(batch)
         for logits in elastic_logits(model, x, depths, training=True):
-            loss = loss + objective.loss(y, logits, sample_weight)
+            loss = loss + objective.loss_share(objective.loss, y, logits, sample_weight)
         return loss / (1 + len(depths)), sums
 
     return replica_fn

@@ -45,6 +45,7 @@ import math
 import os
 import shutil
 import tempfile
+import time
 import warnings
 
 import keras
@@ -59,7 +60,7 @@ from keras_albert.training.logs import HistoryCsv, TensorBoardLogs
 from keras_albert.training.loop import TrainingLoop, replica_share, run_callbacks
 from keras_albert.training.options import FinetuningOptions
 from keras_albert.training.recipes import epoch_plan, resolve_recipe
-from keras_albert.training.schedule import WarmupPolynomialDecay
+from keras_albert.training.schedule import WarmupPolynomialDecay, learning_rate_at
 from keras_albert.training.strategy import (
     PEER_ERRORS,
     build_strategy,
@@ -162,15 +163,17 @@ def finetune(options: FinetuningOptions) -> dict:
     try:
         history = _train(loop, task, objective, recipe, options, output_dir, chief,
                          epochs, steps_per_epoch)  # fmt: skip
-        # Save: the best model's predictions and metrics, the SentencePiece model, the summary.
-        best = keras.models.load_model(best_path)
-        best_results = task.evaluate(best, recipe.batch_size, output_dir=output_dir)
+        best_results = None
+        if chief:  # the best model's predictions and metrics (outside the strategy: no peers)
+            best = keras.models.load_model(best_path)
+            best_results = task.evaluate(best, recipe.batch_size, output_dir=output_dir)
     except KeyboardInterrupt:  # one line for the command, not TensorFlow's traceback
-        saved = (
-            f"the best model so far is {best_path}"
-            if chief and tf.io.gfile.exists(best_path)
-            else f"nothing saved in {options.output_dir} yet"
-        )
+        if not chief:
+            saved = f"the chief worker writes {options.output_dir}"
+        elif tf.io.gfile.exists(best_path):
+            saved = f"the best model so far is {best_path}"
+        else:
+            saved = f"nothing saved in {options.output_dir} yet"
         raise KeyboardInterrupt(f"{saved} — rerun the same command to train again") from None
     except PEER_ERRORS as error:
         if num_workers(strategy) == 1:
@@ -198,7 +201,7 @@ def finetune(options: FinetuningOptions) -> dict:
         "best": best_results,
     }
     if not chief:
-        return {**summary, "chief": False}
+        return {**summary, "best": None, "chief": False}
     run_directory.write_text_atomically(
         os.path.join(output_dir, "metrics.json"), json.dumps(best_results, indent=2) + "\n"
     )
@@ -223,6 +226,9 @@ def _train(loop, task, objective, recipe, options, output_dir, chief, epochs, st
     )
     callbacks: list = []
     if chief:
+        history_path = os.path.join(output_dir, "history.csv")
+        if tf.io.gfile.exists(history_path):  # a rerun starts over: no rows of the last one
+            tf.io.gfile.remove(history_path)
         callbacks = [
             HistoryCsv(os.path.join(output_dir, "history.csv"), ("step", "epoch")),
             TensorBoardLogs(os.path.join(output_dir, "logs")),
@@ -235,6 +241,7 @@ def _train(loop, task, objective, recipe, options, output_dir, chief, epochs, st
     run_callbacks(callbacks, "on_train_begin", 0)
     for epoch in range(epochs):
         progress.on_epoch_begin(epoch)
+        started = time.perf_counter()
         totals: dict = {}
         done = 0
         while done < steps_per_epoch:
@@ -242,22 +249,30 @@ def _train(loop, task, objective, recipe, options, output_dir, chief, epochs, st
             sums = loop.train(iterator, count)
             totals = {key: totals.get(key, 0.0) + value for key, value in sums.items()}
             done += count
-            progress.on_steps(done, objective.logs(totals, done))
+            if progress.showing_bar:
+                progress.on_steps(done, objective.logs(totals, done))
         logs = objective.logs(totals, steps_per_epoch)
         if not math.isfinite(logs["loss"]):
             raise FloatingPointError(
                 f"The training loss became NaN or infinite by step {(epoch + 1) * steps_per_epoch}."
             )
+        seconds = time.perf_counter() - started
         results = task.evaluate(loop.model, batch_size)
-        shown = ", ".join(f"{name}={value:.4g}" for name, value in results.items())
-        if chief and options.verbose:
-            print(f"{task.name} eval after evaluation {epoch + 1}: {shown}", flush=True)
         step = (epoch + 1) * steps_per_epoch
+        if chief and options.verbose:
+            train = ", ".join(f"{name} {value:.4g}" for name, value in logs.items())
+            shown = ", ".join(f"{name}={value:.4g}" for name, value in results.items())
+            print(
+                f"{task.name} eval after evaluation {epoch + 1} (step {step}, "
+                f"{steps_per_epoch / seconds:.3g} steps/s; train {train}): {shown}",
+                flush=True,
+            )
         history.append({"epoch": epoch + 1, "step": step, **results})
         if results[task.main_metric] > best_value:
             best_value = results[task.main_metric]
             run_directory.atomic_save_model(loop.model, best_path)
-        row = {"step": step, "epoch": epoch + 1, **logs}
+        rate = learning_rate_at(loop.optimizer, step - 1)  # the last update's
+        row = {"step": step, "epoch": epoch + 1, "learning_rate": rate, **logs}
         row.update({f"val_{name}": value for name, value in results.items()})
         run_callbacks(callbacks, "on_log", step, row)
     run_callbacks(callbacks, "on_train_end", train_steps)

@@ -118,7 +118,7 @@ class TensorBoardLogs:
 
     def on_log(self, step: int, logs: dict) -> None:
         for key, value in logs.items():
-            if key == "step" or value is None:
+            if key in ("step", "epoch") or value is None:
                 continue
             split, name = ("validation", key[4:]) if key.startswith("val_") else ("train", key)
             with self._writer(split).as_default(step=step):

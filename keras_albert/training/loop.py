@@ -11,8 +11,8 @@ share of the global loss — the replicas' values SUM to the loss of the global 
 gradients the optimizer sums over replicas are the global batch's (`global_sum` gives a
 replica the global normalizer, e.g. the number of real predictions of the whole batch) — and
 a flat dict of float sums (loss numerators, counts, hits) the loop adds up over replicas and
-steps. The optimizer's `apply` sums the gradients over replicas (our `Lamb` clips after that
-sum, as one device would).
+steps. The optimizer's `apply` sums the gradients over replicas (our `Lamb` and `AdamW` clip
+after that sum, as one device would: `training.clipping`).
 
 Keras's `model.fit` stays what users call on the plain Keras models; this loop is what the
 drivers use, because Keras 3.15's `fit` cannot run under `MultiWorkerMirroredStrategy`

@@ -5,9 +5,13 @@ One objective serves both ways of training a task model: `compile_kwargs()` for 
 `model.fit` themselves, `replica_fn` for `keras_albert.training.loop.TrainingLoop`, which the
 fine-tuning driver runs under every strategy.
 
-The loss is Keras's: each loss object reduces over this replica's share of the batch and
-divides by the number of replicas (Keras's `scale_loss_for_distribution`), so the replicas'
-values sum to the global batch's loss — exactly as `model.fit` under a strategy computes it.
+The loss is the global batch's mean, whatever the number of replicas: each replica sums its
+per-element losses (the loss object with `reduction="none"`) and divides by the element count
+of the WHOLE global batch (`loop.global_sum`; with `ignore_class`, the labeled elements only,
+e.g. NER's first pieces), so the replicas' shares sum to what one device computes for the
+global batch (equal to Keras's `sum_over_batch_size` mean on one device; Keras's own `fit`
+under a strategy averages the replicas' means instead, which differs when they hold different
+numbers of labeled tokens).
 The metrics are Keras metrics run without state (`stateless_update_state` from zeros each
 step): their variables are sums (totals and counts), which the loop adds up over replicas and
 steps, and `logs` turns into results with `stateless_result`.
@@ -20,6 +24,8 @@ from collections.abc import Mapping, Sequence
 import keras
 import numpy as np
 import tensorflow as tf
+
+from keras_albert.training.loop import global_sum
 
 
 class Objective:
@@ -57,9 +63,12 @@ class Objective:
         if metrics is None:
             self.metrics: dict[str | None, list] = {}
         elif isinstance(metrics, Mapping):
-            self.metrics = {output: list(items) for output, items in metrics.items()}
+            self.metrics = {output: list(items) for output, items in metrics.items() if items}
         else:
-            self.metrics = {None: list(metrics)}
+            self.metrics = {None: list(metrics)} if metrics else {}
+        # Each loss without reduction (its elements' losses), and its ignored label if any.
+        losses = loss.values() if isinstance(loss, Mapping) else [loss]
+        self._unreduced = {id(fn): _unreduced(fn) for fn in losses}
         # The metrics' zero state (read once, eagerly), and one log name per metric.
         self._named_metrics = []
         for output, items in self.metrics.items():
@@ -97,12 +106,13 @@ class Objective:
             loss = tf.add_n(
                 [
                     self.loss_weights.get(output, 1.0)
-                    * loss_fn(y[output], y_pred[output], _select(sample_weight, output))
+                    * self.loss_share(loss_fn, y[output], y_pred[output],
+                                      _select(sample_weight, output))
                     for output, loss_fn in self.loss.items()
                 ]
-            )
+            )  # fmt: skip
         else:
-            loss = self.loss(y, y_pred, sample_weight)
+            loss = self.loss_share(self.loss, y, y_pred, sample_weight)
         sums = {}
         for name, output, metric, zeros in self._named_metrics:
             state = metric.stateless_update_state(
@@ -115,6 +125,17 @@ class Objective:
                 sums[f"{name}/{index}"] = tf.cast(value, tf.float32)
         return loss, sums
 
+    def loss_share(self, loss_fn, y, y_pred, sample_weight=None) -> tf.Tensor:
+        """This replica's share of `loss_fn`'s mean over the global batch (float32)."""
+        unreduced, ignore_class = self._unreduced[id(loss_fn)]
+        values = tf.cast(unreduced(y, y_pred, sample_weight), tf.float32)
+        if ignore_class is None:
+            count = tf.cast(tf.size(values), tf.float32)
+        else:
+            count = tf.reduce_sum(tf.cast(tf.not_equal(tf.cast(y, tf.int32), ignore_class),
+                                          tf.float32))  # fmt: skip
+        return tf.math.divide_no_nan(tf.reduce_sum(values), global_sum(count))
+
     def logs(self, sums: dict[str, float], num_steps: int) -> dict[str, float]:
         """`loss` (the mean over the steps) and each metric's result over every example."""
         logs = {"loss": sums["loss"] / num_steps}
@@ -125,6 +146,12 @@ class Objective:
             ]
             logs[name] = float(metric.stateless_result(state))
         return logs
+
+
+def _unreduced(loss_fn: keras.losses.Loss):
+    """`loss_fn` with `reduction="none"` (same class and settings), and its `ignore_class`."""
+    config = loss_fn.get_config()
+    return type(loss_fn).from_config({**config, "reduction": "none"}), config.get("ignore_class")
 
 
 def _select(sample_weight, output):

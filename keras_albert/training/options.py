@@ -169,6 +169,7 @@ class PretrainingOptions:
         require_number("weight_decay_rate", self.weight_decay_rate, 0)
         require_number("masked_lm_prob", self.masked_lm_prob, 0, 1, exclusive_minimum=True)
         require_int("max_ngram", self.max_ngram, 1)
+        require_one_of("input_sharding", self.input_sharding, ("global", "files"))
         require_one_of("verbose", self.verbose, (0, 1, 2))
 
     @property
@@ -305,7 +306,6 @@ class FinetuningOptions:
         else:
             task_class(self.task)  # fails early on an unknown name
         require_one_of("jit_compile", self.jit_compile, (True, False, "auto"))
-        require_one_of("input_sharding", self.input_sharding, ("global", "files"))
         require_one_of("verbose", self.verbose, (0, 1, 2))
 
     def task_spec(self) -> TaskSpec:

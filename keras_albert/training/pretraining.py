@@ -69,8 +69,8 @@ from keras_albert.training.pretraining_streams import (
     make_datasets,
     require_same_layout,
 )
-from keras_albert.training.progress import StepProgress
-from keras_albert.training.schedule import WarmupPolynomialDecay
+from keras_albert.training.progress import StepProgress, format_duration
+from keras_albert.training.schedule import WarmupPolynomialDecay, learning_rate_at
 from keras_albert.training.strategy import (
     PEER_ERRORS,
     build_strategy,
@@ -135,6 +135,8 @@ def pretrain(options: PretrainingOptions) -> dict:
         eval_layout = inspect_records(options.eval_data, "eval_data")
         require_same_layout(layout, eval_layout)
     run_options = {name: getattr(options, name) for name in RUN_DEFINING_OPTIONS}
+    if options.input_sharding == "files":  # each worker's stream depends on their number
+        run_options["input_pipelines"] = num_workers(strategy)
     checkpoints_dir = os.path.join(options.output_dir, "checkpoints")
     has_checkpoint = tf.train.latest_checkpoint(checkpoints_dir) is not None
     run_directory.check_run_file(options.output_dir, run_options, has_checkpoint)
@@ -274,8 +276,16 @@ def pretrain(options: PretrainingOptions) -> dict:
         "checkpoint": tf.train.latest_checkpoint(checkpoints_dir),
         "model": model_path,
     }
-    text = run_directory.write_summary(options.output_dir, summary)
-    print(f"keras_albert pretraining summary:\n{text}")
+    run_directory.write_summary(options.output_dir, summary)
+    shown = {"step": final_step, "trained_steps_this_run": trained_steps}
+    if train_seconds:
+        shown["train_time"] = format_duration(train_seconds)
+    for split, logs in (("train", last_logs), ("eval", eval_results or {})):
+        for name in ("loss", "mlm_accuracy", "sop_accuracy"):
+            if name in logs:
+                shown[f"{split}_{name}"] = round(float(logs[name]), 4)
+    line = ", ".join(f"{key} {value}" for key, value in shown.items())
+    print(f"keras_albert pretraining summary: {line} (all: {options.output_dir}/summary.json)")
     return summary
 
 
@@ -335,13 +345,6 @@ def _where_to_resume(checkpoints_dir: str) -> str:
     if latest is None:
         return f"no checkpoint in {checkpoints_dir} yet — rerun the same command to start over"
     return f"last checkpoint {latest} — rerun the same command to resume"
-
-
-def _learning_rate_at(optimizer, step: int) -> float:
-    rate = optimizer._learning_rate
-    if isinstance(rate, keras.optimizers.schedules.LearningRateSchedule):
-        return float(rate(max(step, 0)))
-    return float(keras.ops.convert_to_numpy(rate))
 
 
 def _evaluate(loop: TrainingLoop, eval_fn, options: PretrainingOptions) -> dict:
@@ -409,7 +412,7 @@ def _train(loop, manager, options, layout, masking, eval_fn, start_step, chief) 
             evaluation = _evaluate(loop, eval_fn, options)
             logs.update({f"val_{name}": value for name, value in evaluation.items()})
         # The rate the last update used: the schedule at iterations - 1.
-        logs = {"step": step, "learning_rate": _learning_rate_at(inner, step - 1), **logs}
+        logs = {"step": step, "learning_rate": learning_rate_at(inner, step - 1), **logs}
         run_callbacks(callbacks, "on_log", step, logs)
     run_callbacks(callbacks, "on_train_end", step)
     return logs, evaluation, seconds_per_step

@@ -114,5 +114,14 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
         }
 
 
+def learning_rate_at(optimizer: keras.optimizers.Optimizer, step: int) -> float:
+    """The learning rate `optimizer` uses at `step` (its schedule's, or its constant)."""
+    optimizer = getattr(optimizer, "inner_optimizer", optimizer)  # a LossScaleOptimizer's
+    rate = optimizer._learning_rate
+    if isinstance(rate, keras.optimizers.schedules.LearningRateSchedule):
+        return float(rate(max(step, 0)))
+    return float(ops.convert_to_numpy(rate))
+
+
 def _is_int(value) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)

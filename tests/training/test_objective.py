@@ -107,3 +107,26 @@ def test_bad_objectives_are_clear_errors():
         Objective(loss, loss_weights={"a": 1.0})
     with pytest.raises(ValueError, match="`metrics` must keep scalar state.*shapes"):
         Objective(loss, metrics=[keras.metrics.AUC(name="auc")])
+
+
+def test_replica_shares_of_a_masked_loss_sum_to_the_global_mean(monkeypatch):
+    """NER's loss (ignored label -100) split over 2 replicas holding different numbers of
+    labeled tokens: each share is its sum over the GLOBAL labeled count, so the shares add up
+    to the one-device mean (not to the mean of the replicas' means)."""
+    objective = ner_objective()
+    rng = np.random.default_rng(5)
+    y = rng.integers(0, 3, (4, 6))
+    y[:2, 1:] = -100  # replica 0: 2 labeled tokens; replica 1: 12
+    logits = rng.normal(size=(4, 6, 3)).astype("float32")
+    whole = float(objective.loss(y, logits))  # one device: Keras's mean over labeled tokens
+    labeled = float((y != -100).sum())
+    import keras_albert.training.objective as objective_module
+
+    monkeypatch.setattr(objective_module, "global_sum", lambda count: tf.constant(labeled))
+    shares = [
+        float(objective.loss_share(objective.loss, y[rows], logits[rows]))
+        for rows in (slice(0, 2), slice(2, 4))
+    ]
+    assert sum(shares) == pytest.approx(whole, rel=1e-6)
+    per_replica_means = [float(objective.loss(y[r], logits[r])) for r in (slice(0, 2), slice(2, 4))]
+    assert abs(np.mean(per_replica_means) - whole) > 1e-3  # what averaging means would give
