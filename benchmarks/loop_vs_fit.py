@@ -25,6 +25,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+from batches import pretraining_batch  # noqa: E402 (benchmarks/batches.py)
 from interleaved import interleaved_rates, report  # noqa: E402 (benchmarks/interleaved.py)
 from results import default_path, write_results  # noqa: E402 (benchmarks/results.py)
 
@@ -40,23 +41,6 @@ from keras_albert.training.pretraining import (  # noqa: E402
 )
 
 
-def make_inputs(batch_size, sequence_length, vocabulary_size):
-    num_masked = min(20, sequence_length - 1)
-    rng = np.random.default_rng(0)
-    token_ids = rng.integers(5, vocabulary_size, (batch_size, sequence_length)).astype("int32")
-    x = {
-        "token_ids": token_ids,
-        "segment_ids": (np.arange(sequence_length) >= sequence_length // 2)
-        .astype("int32")[None]
-        .repeat(batch_size, 0),
-        "padding_mask": np.ones_like(token_ids),
-    }
-    positions = np.stack(
-        [np.sort(rng.choice(np.arange(1, sequence_length), num_masked, False)) for _ in token_ids]
-    ).astype("int32")
-    return x, positions, rng.integers(0, 2, batch_size).astype("int32")
-
-
 def loop_runner(model, optimizer, replica_fn, batch):
     strategy = tf.distribute.get_strategy()
     loop = TrainingLoop(strategy, model, optimizer, replica_fn)
@@ -66,9 +50,8 @@ def loop_runner(model, optimizer, replica_fn, batch):
 
 
 def pretraining_runners(args, inputs):
-    x, positions, sop_labels = inputs
-    x = {**x, "mask_positions": positions}
-    y = {"mlm_logits": np.take_along_axis(x["token_ids"], positions, 1), "sop_logits": sop_labels}
+    x, mask_ids, sop_labels = inputs
+    y = {"mlm_logits": mask_ids, "sop_logits": sop_labels}
     weights = {name: np.ones(value.shape, "float32") for name, value in y.items()}
     runners = {}
     for path in ("fit", "loop"):
@@ -90,6 +73,7 @@ def pretraining_runners(args, inputs):
 
 def finetuning_runners(args, inputs):
     x, _, labels = inputs
+    x = {name: value for name, value in x.items() if name != "mask_positions"}
     runners = {}
     for path in ("fit", "loop"):
         keras.utils.set_random_seed(0)
@@ -121,7 +105,10 @@ def main() -> None:
     args = parser.parse_args()
 
     config = AlbertBackbone.from_preset_name(args.preset).albert_config
-    inputs = make_inputs(args.batch_size, args.sequence_length, config.vocabulary_size)
+    inputs = pretraining_batch(
+        args.batch_size, args.sequence_length, min(20, args.sequence_length - 1),
+        config.vocabulary_size,
+    )  # fmt: skip
     results = {"args": vars(args), "load_before": os.getloadavg()}
     print(
         f"{args.preset}: batch {args.batch_size}, seq {args.sequence_length}, float32, "

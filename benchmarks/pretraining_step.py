@@ -20,6 +20,7 @@ import keras_hub  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import transformers  # noqa: E402
+from batches import pretraining_batch  # noqa: E402 (benchmarks/batches.py)
 from interleaved import interleaved_rates, report  # noqa: E402 (benchmarks/interleaved.py)
 
 from keras_albert import AlbertBackbone, AlbertPretrainer  # noqa: E402
@@ -30,22 +31,7 @@ VOCABULARY_SIZE = 30000
 
 
 def make_batch(batch_size: int, sequence_length: int, num_masked: int):
-    rng = np.random.default_rng(0)
-    token_ids = rng.integers(5, VOCABULARY_SIZE, (batch_size, sequence_length)).astype("int32")
-    positions = np.stack(
-        [np.sort(rng.choice(np.arange(1, sequence_length), num_masked, False)) for _ in token_ids]
-    ).astype("int32")
-    x = {
-        "token_ids": token_ids,
-        "segment_ids": (np.arange(sequence_length) >= sequence_length // 2)
-        .astype("int32")[None]
-        .repeat(batch_size, 0),
-        "padding_mask": np.ones_like(token_ids),
-        "mask_positions": positions,
-    }
-    mask_ids = np.take_along_axis(token_ids, positions, 1)
-    sop_labels = rng.integers(0, 2, batch_size).astype("int32")
-    return x, mask_ids, sop_labels
+    return pretraining_batch(batch_size, sequence_length, num_masked, VOCABULARY_SIZE)
 
 
 def keras_albert_runner(batch, jit_compile: bool):
