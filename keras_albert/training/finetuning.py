@@ -201,7 +201,7 @@ def finetune(options: FinetuningOptions) -> dict:
         "best": best_results,
     }
     if not chief:
-        return {**summary, "best": None, "chief": False}
+        return {**summary, "chief": False}
     run_directory.write_text_atomically(
         os.path.join(output_dir, "metrics.json"), json.dumps(best_results, indent=2) + "\n"
     )
@@ -230,7 +230,7 @@ def _train(loop, task, objective, recipe, options, output_dir, chief, epochs, st
         if tf.io.gfile.exists(history_path):  # a rerun starts over: no rows of the last one
             tf.io.gfile.remove(history_path)
         callbacks = [
-            HistoryCsv(os.path.join(output_dir, "history.csv"), ("step", "epoch")),
+            HistoryCsv(history_path, ("step", "epoch")),
             TensorBoardLogs(os.path.join(output_dir, "logs")),
         ]
     best_path = os.path.join(output_dir, "best.keras")
