@@ -93,6 +93,31 @@ def _backbone_of(model: keras.Model) -> AlbertBackbone:
     return model if isinstance(model, AlbertBackbone) else model.backbone
 
 
+def checked_text_inputs(tokenizer, config, max_sequence_length: int | None) -> int:
+    """What every string-in export checks first: `tokenizer` is an `AlbertTokenizer` with the
+    vocabulary of a model of `config`, and `max_sequence_length` (by default the model's) is at
+    most the model's; returns the length."""
+    if not isinstance(tokenizer, AlbertTokenizer):
+        raise TypeError(
+            "`tokenizer` must be an AlbertTokenizer. "
+            f"Received: tokenizer={type(tokenizer).__name__}"
+        )
+    if tokenizer.vocabulary_size != config.vocabulary_size:
+        raise ValueError(
+            f"`tokenizer` must have the model's vocabulary_size={config.vocabulary_size} "
+            f"pieces. Received: a tokenizer of {tokenizer.vocabulary_size} pieces"
+        )
+    if max_sequence_length is None:
+        max_sequence_length = config.max_sequence_length
+    require_int("max_sequence_length", max_sequence_length, 3)
+    if max_sequence_length > config.max_sequence_length:
+        raise ValueError(
+            "`max_sequence_length` must be at most the model's max_sequence_length="
+            f"{config.max_sequence_length}. Received: max_sequence_length={max_sequence_length}"
+        )
+    return max_sequence_length
+
+
 def checked_token_inputs(config, token_ids, segment_ids, padding_mask) -> dict:
     """The `serve_token_ids` inputs, with assertions that a model of `config` can embed them
     (the last axis of `token_ids` is the sequence; any leading axes are batch or choices)."""
@@ -172,27 +197,10 @@ class AlbertServingModule(tf.Module):
                 f"Received: model={type(model).__name__}"
             )
         model = serving_model(model, precision, num_layers)
-        if not isinstance(tokenizer, AlbertTokenizer):
-            raise TypeError(
-                "`tokenizer` must be an AlbertTokenizer. "
-                f"Received: tokenizer={type(tokenizer).__name__}"
-            )
+        config = _backbone_of(model).albert_config
+        max_sequence_length = checked_text_inputs(tokenizer, config, max_sequence_length)
         require_bool("text_pair", text_pair)
         require_bool("pad_to_max_length", pad_to_max_length)
-        config = _backbone_of(model).albert_config
-        if tokenizer.vocabulary_size != config.vocabulary_size:
-            raise ValueError(
-                f"`tokenizer` must have the model's vocabulary_size={config.vocabulary_size} "
-                f"pieces. Received: a tokenizer of {tokenizer.vocabulary_size} pieces"
-            )
-        if max_sequence_length is None:
-            max_sequence_length = config.max_sequence_length
-        require_int("max_sequence_length", max_sequence_length, 3)
-        if max_sequence_length > config.max_sequence_length:
-            raise ValueError(
-                "`max_sequence_length` must be at most the model's max_sequence_length="
-                f"{config.max_sequence_length}. Received: max_sequence_length={max_sequence_length}"
-            )
         if class_names is not None:
             if task != "classification":
                 raise ValueError(

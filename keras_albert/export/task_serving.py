@@ -15,9 +15,12 @@ import tempfile
 import keras
 import tensorflow as tf
 
-from keras_albert.export.saved_model import SENTENCEPIECE_ASSET, checked_token_inputs
+from keras_albert.export.saved_model import (
+    SENTENCEPIECE_ASSET,
+    checked_text_inputs,
+    checked_token_inputs,
+)
 from keras_albert.text.tokenizer import AlbertTokenizer
-from keras_albert.validation import require_int
 
 TOKEN_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 
@@ -43,26 +46,8 @@ class TaskServingModule(tf.Module):
         self, model: keras.Model, tokenizer: AlbertTokenizer, max_sequence_length: int | None
     ):
         super().__init__(name="albert_serving")
-        if not isinstance(tokenizer, AlbertTokenizer):
-            raise TypeError(
-                "`tokenizer` must be an AlbertTokenizer. "
-                f"Received: tokenizer={type(tokenizer).__name__}"
-            )
         config = model.backbone.albert_config
-        if tokenizer.vocabulary_size != config.vocabulary_size:
-            raise ValueError(
-                f"`tokenizer` must have the model's vocabulary_size={config.vocabulary_size} "
-                f"pieces. Received: a tokenizer of {tokenizer.vocabulary_size} pieces"
-            )
-        if max_sequence_length is None:
-            max_sequence_length = config.max_sequence_length
-        require_int("max_sequence_length", max_sequence_length, 3)
-        if max_sequence_length > config.max_sequence_length:
-            raise ValueError(
-                "`max_sequence_length` must be at most the model's max_sequence_length="
-                f"{config.max_sequence_length}. Received: max_sequence_length={max_sequence_length}"
-            )
-        self.max_sequence_length = max_sequence_length
+        self.max_sequence_length = checked_text_inputs(tokenizer, config, max_sequence_length)
         self.tokenizer = tokenizer
         self.text_pair = False
         self._untracked = _Untracked(model=model)
