@@ -1,15 +1,18 @@
-"""Does our pretraining pay off? A small ALBERT pretrained on task-adaptive text (Austen +
-WikiText-2 + the task's unlabeled training sentences) vs the same architecture from scratch,
-fine-tuned on SST-2 with 1,000 labels and with the main job's 20,000; and the paper's
-SOP-vs-NSP table (Lan et al. 2020, Table 5) in miniature. Run by hand (not a test):
+"""Does our pretraining pay off? The main job's pretraining (task-adaptive text: Austen +
+WikiText-2 + SST-2's unlabeled training sentences, SentencePiece on all of it) vs the same
+architecture from scratch, fine-tuned on SST-2 with 1,000 labels and with the main job's
+20,000, three seeds each; and the paper's SOP-vs-NSP table (Lan et al. 2020, Table 5) in
+miniature. Run by hand (not a test):
 
     python benchmarks/pretraining_transfer.py --work-dir runs/transfer --stages all
 
-Stages (each skips what is already written under `--work-dir`):
+Every flag of `tools/main.py` (the main job's `MainJobOptions`) after `--` sets the job
+this benchmark runs, e.g. `-- --pair-task nsp --pretrain-train-steps 2400`; `--work-dir` is its
+`--output-dir`. Stages (each skips what is already written under `--work-dir`):
 
-- `pretrain`: corpus (`task_corpus.build_task_corpus`: *Persuasion* and WikiText's last 8
-  articles held out) → SentencePiece on the pretraining text → records (`--pair-task`) and the
-  held-out SOP and NSP sets (`intrinsic_sets.write_intrinsic_sets`) → `pretrain`.
+- `pretrain`: the main job's own steps (`run_steps`: corpus → tokenizer → records →
+  pretraining), then the held-out text as an SOP set and an NSP set
+  (`intrinsic_sets.write_intrinsic_sets`, made as the job's held-out records are).
 - `intrinsic`: the run's held-out SOP and NSP accuracy (`intrinsic_eval`). Run it for a
   `--pair-task sop` and a `--pair-task nsp` work dir, then `table` writes the 2×2 table.
 - `finetune`: per regime (`--label-counts`), each side (pretrained, scratch) picks its learning
@@ -23,12 +26,8 @@ Writes `<work-dir>/transfer.json` and `transfer.png` (and `table.json`, `table.p
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import functools
-import glob
 import json
 import os
-import random
 import statistics
 import sys
 
@@ -36,11 +35,17 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DATA = os.path.join(REPOSITORY, "data")
-AUSTEN = os.path.join(DATA, "corpus", "janeaustenr")
-HELD_OUT_BOOK = "persuasion.txt"
-WIKITEXT = os.path.join(DATA, "corpus", "wikitext2", "wiki.test.raw")
-SST2 = os.path.join(DATA, "glue", "SST-2")
+sys.path.insert(0, os.path.join(REPOSITORY, "tools"))
+
+from main import parse_options  # noqa: E402 (tools/main.py: the job's flags)
+from main_job import MainJobOptions, pretraining_options, run_steps  # noqa: E402
+from main_job.steps import (  # noqa: E402
+    pretraining_data_config,
+    read_result,
+    sample_tsv,
+    tokenizer_factory,
+    tokenizer_path,
+)
 
 
 def _done(path: str) -> bool:
@@ -54,113 +59,36 @@ def _write_json(path: str, value) -> None:
     os.replace(partial, path)
 
 
-def pretrain_stage(args) -> dict:
-    from keras_albert.config import AlbertConfig
-    from keras_albert.text.pretraining import PretrainingDataConfig, create_pretraining_data
+def pretrain_stage(args, options: MainJobOptions) -> dict:
     from keras_albert.text.pretraining.intrinsic_sets import write_intrinsic_sets
-    from keras_albert.text.pretraining.task_corpus import DOCUMENT_SPLIT, build_task_corpus
-    from keras_albert.text.sentencepiece_trainer import train_sentencepiece
-    from keras_albert.text.tokenizer import AlbertTokenizer
-    from keras_albert.training.pretraining import PretrainingOptions, pretrain
 
-    work = args.work_dir
-    corpus_dir = os.path.join(work, "corpus")
-    books = sorted(glob.glob(os.path.join(AUSTEN, "*.txt")))
-    corpus = build_task_corpus(
-        corpus_dir,
-        books=[b for b in books if os.path.basename(b) != HELD_OUT_BOOK],
-        held_out_books=[b for b in books if os.path.basename(b) == HELD_OUT_BOOK],
-        wikitext=os.path.join(DATA, "corpus", "wikitext2", "wiki.test.raw")
-        if args.wikitext
-        else None,
-        held_out_articles=8 if args.wikitext else 0,
-        task_train_data=args.task_train_data if args.task_sentences else None,
-        seed=args.seed,
-    )
-    print(corpus)
-    tokenizer_path = os.path.join(work, "tokenizer", "spm.model")
-    if not _done(tokenizer_path):
-        train_sentencepiece(
-            [corpus.train_file],
-            tokenizer_path.removesuffix(".model"),
-            vocabulary_size=args.vocabulary_size,
-            seed=args.seed,
-        )
-    tokenizer = functools.partial(AlbertTokenizer, proto=tokenizer_path)
-    data_config = PretrainingDataConfig(
-        sequence_length=args.sequence_length,
-        max_predictions_per_sequence=args.max_predictions_per_sequence,
-        dupe_factor=args.dupe_factor,
-        task=args.pair_task,
-        document_split=DOCUMENT_SPLIT,
-        seed=args.seed,
-    )
-    data_dir = os.path.join(work, "data")
-    if not glob.glob(os.path.join(data_dir, "train-*.tfrecord")):
-        summary = create_pretraining_data(
-            [corpus.train_file],
-            os.path.join(data_dir, "train"),
-            tokenizer,
-            data_config,
-            num_workers=1,  # one process: short documents make worker round trips the cost
-            num_shards=4,
-        )
-        print(summary)
-    sets_path = os.path.join(work, "held_out_sets.json")
+    results = run_steps(options, ("corpus", "tokenizer", "pretraining_data", "pretraining"))
+    sets_path = options.path("held_out_sets.json")
     if not _done(sets_path):
-        held_out_config = dataclasses.replace(data_config, dupe_factor=1, seed=args.seed + 1)
         sets = write_intrinsic_sets(
-            corpus.held_out_file, os.path.join(work, "held_out"), tokenizer, held_out_config
+            read_result(options, "corpus")["held_out_file"],
+            options.path("held_out_sets"),
+            tokenizer_factory(options),
+            pretraining_data_config(options, "eval"),
         )
         _write_json(sets_path, sets)
-    config_path = os.path.join(work, "albert_config.json")
-    AlbertConfig(
-        vocabulary_size=args.vocabulary_size,
-        max_sequence_length=args.sequence_length,
-        embedding_dim=args.embedding_dim,
-        hidden_dim=args.hidden_dim,
-        intermediate_dim=4 * args.hidden_dim,
-        num_layers=args.num_layers,
-        num_heads=max(1, args.hidden_dim // 32),
-    ).to_json(config_path)
-    log_every = max(args.train_steps // 20, 10)
-    return pretrain(
-        PretrainingOptions(
-            config=config_path,
-            train_data=os.path.join(data_dir, "train-*.tfrecord"),
-            eval_data=os.path.join(work, "held_out", f"{args.pair_task}-*.tfrecord"),
-            output_dir=os.path.join(work, "model"),
-            sentencepiece_model=tokenizer_path,
-            dynamic_masking=args.dynamic_masking,
-            train_steps=args.train_steps,
-            batch_size=args.batch_size,
-            learning_rate=args.learning_rate,
-            sentence_order_loss_weight=args.sentence_order_loss_weight,
-            warmup_steps=max(args.train_steps // 10, 1),
-            strategy="cpu",
-            log_every_steps=log_every,
-            checkpoint_every_steps=log_every * 5,
-            eval_every_steps=log_every * 5,
-            jit_compile=False,
-            seed=args.seed,
-        )
-    )
+    return results
 
 
-def intrinsic_stage(args) -> dict:
+def intrinsic_stage(args, options: MainJobOptions) -> dict:
     from keras_albert.training.intrinsic_eval import evaluate_sentence_pairs, load_pretrainer
 
-    model = load_pretrainer(os.path.join(args.work_dir, "model"))
-    result = {"pair_task_trained": args.pair_task}
+    model = load_pretrainer(options.path("pretraining", "model"))
+    result = {"pair_task_trained": options.pair_task}
     for task in ("sop", "nsp"):
-        records = os.path.join(args.work_dir, "held_out", f"{task}-*.tfrecord")
+        records = options.path("held_out_sets", f"{task}-*.tfrecord")
         result[task] = evaluate_sentence_pairs(model, records)
-    _write_json(os.path.join(args.work_dir, "intrinsic.json"), result)
+    _write_json(options.path("intrinsic.json"), result)
     print(json.dumps(result, indent=2))
     return result
 
 
-def table_stage(args) -> dict:
+def table_stage(args, options: MainJobOptions) -> dict:
     from keras_albert.training.intrinsic_eval import PAPER_TABLE_5
 
     rows = {}
@@ -173,8 +101,7 @@ def table_stage(args) -> dict:
             "run": work_dir,
         }
     table = {"ours": rows, "paper_table_5": PAPER_TABLE_5}
-    os.makedirs(args.work_dir, exist_ok=True)
-    _write_json(os.path.join(args.work_dir, "table.json"), table)
+    _write_json(options.path("table.json"), table)
     print("trained on \\ evaluated on   NSP (paper)      SOP (paper)")
     for name, row in rows.items():
         paper = PAPER_TABLE_5.get(name, {})
@@ -185,16 +112,7 @@ def table_stage(args) -> dict:
     return table
 
 
-def _sample_rows(source: str, count: int | None, seed: int) -> tuple[str, list[str]]:
-    with open(source, encoding="utf-8") as f:
-        header, *rows = f.readlines()
-    if count is not None and count < len(rows):
-        rows = random.Random(seed).sample(rows, count)
-    return header, rows
-
-
-def _write_tsv(path: str, header: str, rows: list[str]) -> str:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+def _write_rows(path: str, header: str, rows: list[str]) -> str:
     with open(path, "w", encoding="utf-8") as f:
         f.writelines([header, *rows])
     return path
@@ -202,6 +120,7 @@ def _write_tsv(path: str, header: str, rows: list[str]) -> str:
 
 def _finetune_score(
     args,
+    options: MainJobOptions,
     side: str,
     train_file: str,
     eval_file: str,
@@ -219,26 +138,27 @@ def _finetune_score(
         with open(result_path, encoding="utf-8") as f:
             return json.load(f)["score"]
     source = (
-        dict(init_checkpoint=os.path.join(args.work_dir, "model"))
+        dict(init_checkpoint=options.path("pretraining", "model"))
         if side == "pretrained"
-        else dict(config=os.path.join(args.work_dir, "albert_config.json"))
+        else dict(config=pretraining_options(options).config)
     )
     steps = max(
-        args.finetune_min_steps, args.finetune_epochs * num_rows // args.finetune_batch_size
+        args.finetune_min_steps, args.finetune_epochs * num_rows // options.finetune_batch_size
     )
-    steps = min(steps, args.finetune_max_steps)
+    steps = min(steps, options.finetune_train_steps)
     summary = finetune(
         FinetuningOptions(
-            task=args.task,
+            task="SST-2",
             train_data=train_file,
             eval_data=eval_file,
             output_dir=output_dir,
-            sentencepiece_model=os.path.join(args.work_dir, "tokenizer", "spm.model"),
-            sequence_length=args.finetune_sequence_length,
+            sentencepiece_model=tokenizer_path(options),
+            sequence_length=options.finetune_sequence_length,
             learning_rate=lr,
-            batch_size=args.finetune_batch_size,
+            batch_size=options.finetune_batch_size,
             train_steps=steps,
             warmup_steps=max(steps // 10, 1),
+            jit_compile=options.jit_compile,
             epochs=1,  # one evaluation, at the end: no checkpoint is chosen on the eval set
             seed=seed,
             verbose=0,
@@ -246,30 +166,32 @@ def _finetune_score(
         )
     )
     keras.backend.clear_session()
-    metric = summary["history"][-1]
-    score = float(metric.get("accuracy", metric.get("f1", metric.get("pearson"))))
+    score = float(summary["history"][-1]["accuracy"])
     _write_json(result_path, {"score": score, "learning_rate": lr, "steps": steps})
     print(f"  {side} lr={lr} seed={seed} rows={num_rows} steps={steps}: {score:.4f}", flush=True)
     return score
 
 
-def finetune_stage(args) -> dict:
-    dev = args.task_eval_data
+def finetune_stage(args, options: MainJobOptions) -> dict:
+    dev = options.finetune_eval_data
     results = {}
     for count in args.label_counts:
         regime = f"labels_{count}"
-        root = os.path.join(args.work_dir, "finetune", regime)
-        header, rows = _sample_rows(args.task_train_data, count, 0)
-        sample = _write_tsv(os.path.join(root, "train.tsv"), header, rows)
+        root = options.path("transfer", regime)
+        os.makedirs(root, exist_ok=True)
+        sample = os.path.join(root, "train.tsv")
+        sample_tsv(options.finetune_train_data, sample, count, 0)
+        with open(sample, encoding="utf-8") as f:
+            header, *rows = f.readlines()
         cut = int(0.8 * len(rows))
-        fit_file = _write_tsv(os.path.join(root, "split_train.tsv"), header, rows[:cut])
-        val_file = _write_tsv(os.path.join(root, "split_validation.tsv"), header, rows[cut:])
+        fit_file = _write_rows(os.path.join(root, "split_train.tsv"), header, rows[:cut])
+        val_file = _write_rows(os.path.join(root, "split_validation.tsv"), header, rows[cut:])
         results[regime] = {}
         for side in args.sides:
             grid = {}
             for lr in args.learning_rates:
                 out = os.path.join(root, side, f"select_lr{lr}")
-                grid[lr] = _finetune_score(args, side, fit_file, val_file, lr, 0, out, cut)
+                grid[lr] = _finetune_score(args, options, side, fit_file, val_file, lr, 0, out, cut)
             if args.grid_only:
                 continue
             chosen = max(grid, key=grid.get)
@@ -277,7 +199,7 @@ def finetune_stage(args) -> dict:
             for seed in args.seeds:
                 out = os.path.join(root, side, f"final_lr{chosen}_seed{seed}")
                 scores.append(
-                    _finetune_score(args, side, sample, dev, chosen, seed, out, len(rows))
+                    _finetune_score(args, options, side, sample, dev, chosen, seed, out, len(rows))
                 )
             results[regime][side] = {
                 "learning_rate_grid_on_train_split": {str(k): v for k, v in grid.items()},
@@ -302,11 +224,18 @@ def finetune_stage(args) -> dict:
                 "mean": statistics.fmean(gains),
                 "spread": [min(gains), max(gains)],
             }
-        _write_json(os.path.join(args.work_dir, "transfer.json"), {"args": vars(args), **results})
+        record = {"args": vars(args), "job": _job_record(options), **results}
+        _write_json(options.path("transfer.json"), record)
         print(json.dumps({regime: results[regime]}, indent=2), flush=True)
     if not args.grid_only:
-        _plot(results, os.path.join(args.work_dir, "transfer.png"), args.task)
+        _plot(results, options.path("transfer.png"), "SST-2")
     return results
+
+
+def _job_record(options: MainJobOptions) -> dict:
+    import dataclasses
+
+    return {key: value for key, value in dataclasses.asdict(options).items()}
 
 
 def _plot(results: dict, path: str, task: str) -> None:
@@ -337,7 +266,10 @@ def _plot(results: dict, path: str, task: str) -> None:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0],
+        epilog="Flags after `--` are the main job's (python tools/main.py --help).",
+    )
     parser.add_argument("--work-dir", default="runs/transfer")
     parser.add_argument(
         "--stages",
@@ -345,26 +277,6 @@ def main(argv=None) -> None:
         default=["pretrain", "intrinsic", "finetune"],
         choices=["pretrain", "intrinsic", "finetune", "table"],
     )
-    parser.add_argument("--pair-task", default="sop", choices=["sop", "nsp"])
-    parser.add_argument("--wikitext", action=argparse.BooleanOptionalAction, default=True)
-    parser.add_argument("--task-sentences", action=argparse.BooleanOptionalAction, default=True)
-    parser.add_argument("--task", default="SST-2")
-    parser.add_argument(
-        "--task-train-data", default=os.path.join(DATA, "glue", "SST-2", "train.tsv")
-    )
-    parser.add_argument("--task-eval-data", default=os.path.join(SST2, "dev.tsv"))
-    parser.add_argument("--vocabulary-size", type=int, default=8000)
-    parser.add_argument("--sequence-length", type=int, default=64)
-    parser.add_argument("--max-predictions-per-sequence", type=int, default=10)
-    parser.add_argument("--dupe-factor", type=int, default=2)
-    parser.add_argument("--dynamic-masking", action=argparse.BooleanOptionalAction, default=True)
-    parser.add_argument("--embedding-dim", type=int, default=128)
-    parser.add_argument("--hidden-dim", type=int, default=128)
-    parser.add_argument("--num-layers", type=int, default=4)
-    parser.add_argument("--train-steps", type=int, default=3000)
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--learning-rate", type=float, default=5e-3)
-    parser.add_argument("--sentence-order-loss-weight", type=float, default=1.0)
     parser.add_argument("--label-counts", type=int, nargs="+", default=[1000, 20000])
     parser.add_argument("--sides", nargs="+", default=["pretrained", "scratch"])
     parser.add_argument("--learning-rates", type=float, nargs="+", default=[1e-4, 3e-4, 1e-3])
@@ -372,17 +284,23 @@ def main(argv=None) -> None:
     parser.add_argument(
         "--grid-only",
         action="store_true",
-        help="only the learning-rate runs on the training split (to run grid points and seeds "
-        "in parallel processes; a later run reuses every finished run)",
+        help="only the learning-rate runs on the training split (a later run reuses every "
+        "finished run)",
     )
     parser.add_argument("--finetune-epochs", type=int, default=10)
     parser.add_argument("--finetune-min-steps", type=int, default=100)
-    parser.add_argument("--finetune-max-steps", type=int, default=1500)
-    parser.add_argument("--finetune-batch-size", type=int, default=32)
-    parser.add_argument("--finetune-sequence-length", type=int, default=64)
     parser.add_argument("--table-runs", nargs="+", default=[], help="work dirs for `table`")
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    ours, job = (
+        (argv[: argv.index("--")], argv[argv.index("--") + 1 :])
+        if "--" in argv
+        else (
+            argv,
+            [],
+        )
+    )
+    args = parser.parse_args(ours)
+    options = parse_options([*job, "--output-dir", args.work_dir])
     os.makedirs(args.work_dir, exist_ok=True)
     stages = {
         "pretrain": pretrain_stage,
@@ -392,7 +310,7 @@ def main(argv=None) -> None:
     }
     for name in args.stages:
         print(f"== {name}", flush=True)
-        stages[name](args)
+        stages[name](args, options)
 
 
 if __name__ == "__main__":

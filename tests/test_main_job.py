@@ -43,8 +43,10 @@ def best_model_probabilities(work_dir, texts):
     from keras_albert.text.tokenizer import AlbertTokenizer
     from tests.export.conftest import reference_pack
 
-    tokenizer = AlbertTokenizer(str(work_dir / "tokenizer" / "austen.model"))
-    best = keras.models.load_model(work_dir / "finetuning" / "sst2" / "best.keras", compile=False)
+    tokenizer = AlbertTokenizer(str(work_dir / "tokenizer" / "sentencepiece.model"))
+    best = keras.models.load_model(
+        work_dir / "finetuning" / "sst2" / "seed_0" / "best.keras", compile=False
+    )
     inputs = reference_pack(
         [tokenizer.encode(text) for text in texts],
         None,
@@ -110,25 +112,47 @@ def test_quick_summary_has_both_fine_tunings_and_the_pretraining_held_out_metric
     pretraining = json.loads((work_dir / "pretraining" / "model" / "summary.json").read_text())
     assert held_out == pretraining["eval"]
     assert set(held_out) >= {"mlm_accuracy", "sop_accuracy"}
-    # Both SST-2 runs, with the same budget; only the from-pretraining one loads a checkpoint.
+    # Both SST-2 sides, one run per seed with the same budget; only the pretrained side
+    # loads a checkpoint.
+    seeds = MainJobOptions.quick().finetune_seeds
+    assert summary["finetune_seeds"] == list(seeds) and len(seeds) == 2
     runs = {
-        name: json.loads((work_dir / "finetuning" / directory / "summary.json").read_text())
+        (name, seed): json.loads(
+            (work_dir / "finetuning" / directory / f"seed_{seed}" / "summary.json").read_text()
+        )
         for name, directory in (("pretrained", "sst2"), ("from_scratch", "sst2_from_scratch"))
+        for seed in seeds
     }
-    for name, run in runs.items():
-        assert summary["sst2_dev"][name] == run["best"]
-    options = {name: dict(run["options"]) for name, run in runs.items()}
-    assert options["pretrained"].pop("init_checkpoint") == str(work_dir / "pretraining" / "model")
-    assert options["from_scratch"].pop("init_checkpoint") is None
-    assert options["from_scratch"].pop("config").endswith("albert_config.json")
-    assert options["pretrained"].pop("config") is None
-    for name in options:
-        options[name].pop("output_dir")
-    assert options["pretrained"] == options["from_scratch"]
-    gain = runs["pretrained"]["best"]["accuracy"] - runs["from_scratch"]["best"]["accuracy"]
-    assert summary["sst2_dev_accuracy_gain"] == pytest.approx(gain, abs=1e-12)
+    for (name, seed), run in runs.items():
+        assert summary["sst2_dev"][name][seeds.index(seed)] == run["best"]
+    options = {key: dict(run["options"]) for key, run in runs.items()}
+    for key in options:
+        assert options[key].pop("seed") == key[1]
+        options[key].pop("output_dir")
+        if key[0] == "pretrained":
+            assert options[key].pop("init_checkpoint") == str(work_dir / "pretraining" / "model")
+            assert options[key].pop("config") is None
+        else:
+            assert options[key].pop("init_checkpoint") is None
+            assert options[key].pop("config").endswith("albert_config.json")
+    assert all(option == options["pretrained", seeds[0]] for option in options.values())
+    accuracy = {key: run["best"]["accuracy"] for key, run in runs.items()}
+    gains = [accuracy["pretrained", seed] - accuracy["from_scratch", seed] for seed in seeds]
+    gain = summary["sst2_dev_accuracy_gain"]
+    assert gain["per_seed"] == pytest.approx(gains, abs=1e-12)
+    assert gain["mean"] == pytest.approx(sum(gains) / len(gains), abs=1e-12)
+    assert gain["range"] == pytest.approx([min(gains), max(gains)], abs=1e-12)
+    # The pretraining text holds SST-2's training sentences but never its labels, nor any
+    # held-out text.
+    corpus = json.loads((work_dir / "steps" / "corpus.json").read_text())
+    assert corpus["documents"]["train/task"] > 60000
+    assert corpus["documents"]["held_out/wikitext"] > 0
+    train_text = set(pathlib.Path(corpus["train_file"]).read_text().splitlines()) - {""}
+    held_out_text = set(pathlib.Path(corpus["held_out_file"]).read_text().splitlines()) - {""}
+    assert train_text.isdisjoint(held_out_text)
+    assert not [line for line in train_text if re.search(r"\t[01]$", line)]
     # ... and printed for a reader, rounded.
-    assert f"gain {100 * gain:+.1f} points" in quick_run.stdout
+    assert f"gain from pretraining: {100 * gain['mean']:+.1f} points" in quick_run.stdout
     assert f"SOP accuracy {held_out['sop_accuracy']:.3f}" in quick_run.stdout
     # The curves are a readable PNG with something drawn on it.
     import matplotlib.image
@@ -182,7 +206,7 @@ def test_force_after_a_finished_run_retrains_pretraining_from_step_0(quick_run, 
     options = MainJobOptions.quick(
         output_dir=str(work_dir), force=True, pretrain_train_steps=20, pretrain_evaluations=1
     )
-    results = run_steps(options, ("tokenizer", "pretraining_data", "pretraining"))
+    results = run_steps(options, ("corpus", "tokenizer", "pretraining_data", "pretraining"))
     summary = results["pretraining"]["summary"]
     assert summary["resumed_from_step"] is None
     assert summary["step"] == summary["trained_steps_this_run"] == 20
@@ -198,6 +222,8 @@ def test_bad_step_names_and_evaluation_counts_are_refused(tmp_path):
     assert not any(tmp_path.iterdir())  # refused before any step ran
     with pytest.raises(ValueError, match="pretrain_evaluations=0"):
         MainJobOptions(pretrain_evaluations=0)
+    with pytest.raises(ValueError, match=r"Received: finetune_seeds='0,0'"):
+        MainJobOptions(finetune_seeds=(0, 0))
 
 
 def load_tool():
@@ -224,12 +250,14 @@ def test_flags_reach_the_options_and_override_the_quick_variant():
     assert options.model == (("num_layers", 3), ("dropout", 0.1))
     assert options.corpus_files == 2
     assert options.albert_config().num_layers == 3
+    assert tool.parse_options(["--finetune-seeds", "3,1"]).finetune_seeds == (3, 1)
 
 
 def test_the_data_defaults_are_the_files_that_ship_in_data():
     options = MainJobOptions()
     assert pathlib.Path(options.corpus_dir) == REPO_ROOT / "data" / "corpus" / "janeaustenr"
-    for path in (options.corpus_dir, options.finetune_train_data, options.finetune_eval_data):
+    data = (options.corpus_dir, options.wikitext, options.finetune_train_data)
+    for path in (*data, options.finetune_eval_data):
         assert pathlib.Path(path).exists(), path
 
 

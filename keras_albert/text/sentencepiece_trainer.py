@@ -139,7 +139,7 @@ def train_sentencepiece(
 
 def _train(input_files, model_prefix, output_directory, options, lowercase, seed, progress):
     """Normalizes the input into a temporary file beside the model and trains on it."""
-    num_lines = num_empty_lines = num_invalid = 0
+    num_lines = num_empty_lines = num_invalid = longest = 0
     with tempfile.NamedTemporaryFile(
         "w", encoding="utf-8", suffix=".txt", dir=output_directory, delete=False
     ) as normalized_file:
@@ -171,6 +171,7 @@ def _train(input_files, model_prefix, output_directory, options, lowercase, seed
                                 continue
                             normalized_file.write(text + "\n")
                             num_lines += 1
+                            longest = max(longest, len(text.encode("utf-8")))
                     _check_is_text(path, num_bytes, num_bad_bytes)
             normalized_file.close()
             if num_lines == 0:
@@ -183,8 +184,13 @@ def _train(input_files, model_prefix, output_directory, options, lowercase, seed
                 )
             if seed is not None:
                 spm.set_random_generator_seed(seed)
+            # The trainer skips lines over `max_sentence_length` bytes (4,192 by default, a long
+            # paragraph): raised to the longest line, every line is trained on.
             spm.SentencePieceTrainer.train(
-                input=normalized_file.name, model_prefix=model_prefix, **options
+                input=normalized_file.name,
+                model_prefix=model_prefix,
+                max_sentence_length=max(4192, longest),
+                **options,
             )
         finally:
             os.unlink(normalized_file.name)

@@ -142,3 +142,26 @@ def test_trainer_log_only_when_verbose_and_binary_input_is_refused(tmp_path, cap
     with pytest.raises(ValueError, match=r"eleven.txt' has 11% NUL or invalid UTF-8 bytes"):
         train_sentencepiece([str(tmp_path / "eleven.txt")], str(tmp_path / "x" / "m"), **common)
     assert not (tmp_path / "x").exists()
+
+
+def test_lines_longer_than_the_trainers_default_limit_are_trained_on(tmp_path, capfd):
+    # SentencePiece skips lines over 4,192 bytes by default (a long paragraph of a novel): the
+    # only "ž" of this corpus is in such a line, so a skipped line would leave it unknown.
+    long_line = " ".join(["žabaž"] * 1000)
+    assert len(long_line.encode("utf-8")) > 4192
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text(
+        "\n".join([*load_austen_paragraphs()[:40], long_line]) + "\n", encoding="utf-8"
+    )
+    result = train_sentencepiece(
+        [str(corpus)],
+        str(tmp_path / "m"),
+        vocabulary_size=150,
+        character_coverage=1.0,
+        num_threads=1,
+        seed=1,
+        progress=False,
+    )
+    assert "too long line" not in capfd.readouterr().err.lower()
+    tokenizer = AlbertTokenizer(result.model_path)
+    assert tokenizer.unk_id not in tokenizer.encode("žabaž")

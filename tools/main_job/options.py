@@ -8,10 +8,24 @@ import dataclasses
 import os
 
 from keras_albert.config import AlbertConfig
-from keras_albert.validation import require_positive_int
+from keras_albert.validation import require_one_of, require_positive_int
 
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATA_DIR = os.path.join(REPOSITORY, "data")
+
+
+def parse_seeds(text: str) -> tuple:
+    """`0,1,2` → `(0, 1, 2)`."""
+    try:
+        seeds = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        seeds = ()
+    if not seeds or min(seeds) < 0 or len(set(seeds)) < len(seeds):
+        raise ValueError(
+            "`finetune_seeds` must be distinct non-negative integers, comma-separated. "
+            f"Received: finetune_seeds={text!r}"
+        )
+    return seeds
 
 
 def parse_model(text: str) -> tuple:
@@ -44,11 +58,22 @@ class MainJobOptions:
         corpus_dir: plain-text novels; `held_out` is kept out of the tokenizer and the
             pretraining data and used for held-out evaluation.
         held_out: the file name, in `corpus_dir`, of the held-out novel.
+        wikitext: a WikiText-2 `*.raw` file pretrained on too (None: none); its last
+            `held_out_articles` articles join the held-out text.
+        held_out_articles: WikiText articles held out of pretraining.
+        task_sentences: pretrain also on the sentences of `finetune_train_data`, unlabeled
+            (task-adaptive pretraining: the label column is never read).
         finetune_train_data: the GLUE SST-2 training file (a sample of it is used).
         finetune_eval_data: the GLUE SST-2 dev file (used whole).
-        vocabulary_size: SentencePiece pieces trained on the corpus.
-        sequence_length: packed length of the pretraining data (and the model's limit).
-        dupe_factor: masking passes over the pretraining corpus.
+        vocabulary_size: SentencePiece pieces, trained on all the pretraining text.
+        sequence_length: packed length of the pretraining data; the model holds the longer of
+            it and `finetune_sequence_length`.
+        max_predictions_per_sequence: masked positions per pretraining sequence, at most.
+        masked_lm_prob: the share of tokens masked for MLM (drawn anew every pass).
+        pair_task: the sentence-pair task of pretraining: "sop" (ALBERT's sentence order) or
+            "nsp" (BERT's next sentence, for comparison).
+        dupe_factor: passes over the corpus when cutting sentence pairs (the masks are drawn
+            anew every pass in the graph: dynamic masking).
         corpus_files: how many training novels to use (None: all).
         model: the architecture, `field=value` pairs of `AlbertConfig` (vocabulary and length
             are filled in).
@@ -57,6 +82,8 @@ class MainJobOptions:
         pretrain_learning_rate: pretraining peak learning rate.
         pretrain_sentence_order_loss_weight: the SOP loss's weight (1.0: the original's sum).
         pretrain_evaluations: held-out evaluations (and checkpoints) over the run.
+        jit_compile: XLA for the pretraining and fine-tuning steps (about 2x the steps of the
+            job's small model on CPU, measured).
         finetune_examples: SST-2 training rows used (a seeded sample); the dev set is used whole.
         finetune_sequence_length: packed length for SST-2 (its sentences are short).
         finetune_train_steps: optimizer steps of the SST-2 fine-tuning run.
@@ -65,6 +92,8 @@ class MainJobOptions:
         finetune_from_scratch_learning_rate: the from-scratch run's peak learning rate (None:
             `finetune_learning_rate`); both runs otherwise share every setting.
         finetune_evaluations: dev-set evaluations over each fine-tuning run (its curve's points).
+        finetune_seeds: one fine-tuning run per seed on each side (the gain's spread); the
+            first seed's pretrained run is exported.
         force: redo every step, pretraining included (from step 0; the export then becomes a
             new version: versions are never overwritten).
         seed: the seed of every step.
@@ -75,11 +104,17 @@ class MainJobOptions:
     export_name: str = "albert_sst2"
     corpus_dir: str = os.path.join(DATA_DIR, "corpus", "janeaustenr")
     held_out: str = "persuasion.txt"
+    wikitext: str | None = os.path.join(DATA_DIR, "corpus", "wikitext2", "wiki.test.raw")
+    held_out_articles: int = 8
+    task_sentences: bool = True
     finetune_train_data: str = os.path.join(DATA_DIR, "glue", "SST-2", "train.tsv")
     finetune_eval_data: str = os.path.join(DATA_DIR, "glue", "SST-2", "dev.tsv")
     vocabulary_size: int = 8000
-    sequence_length: int = 128
-    dupe_factor: int = 10
+    sequence_length: int = 32
+    max_predictions_per_sequence: int = 5
+    masked_lm_prob: float = 0.15
+    pair_task: str = dataclasses.field(default="sop", metadata={"choices": ("sop", "nsp")})
+    dupe_factor: int = 2
     corpus_files: int | None = None
     model: tuple = dataclasses.field(
         default=(
@@ -91,9 +126,9 @@ class MainJobOptions:
         ),
         metadata={"parse": parse_model, "metavar": "FIELD=VALUE,..."},
     )
-    pretrain_train_steps: int = 2000
-    pretrain_batch_size: int = 32
-    pretrain_learning_rate: float = 5e-3
+    pretrain_train_steps: int = 2400
+    pretrain_batch_size: int = 128
+    pretrain_learning_rate: float = 1e-2
     pretrain_sentence_order_loss_weight: float = 1.0
     pretrain_evaluations: int = 5
     finetune_examples: int = 20000
@@ -103,6 +138,10 @@ class MainJobOptions:
     finetune_learning_rate: float = 1e-4
     finetune_from_scratch_learning_rate: float | None = None
     finetune_evaluations: int = 5
+    finetune_seeds: tuple = dataclasses.field(
+        default=(0, 1, 2), metadata={"parse": parse_seeds, "metavar": "SEED,..."}
+    )
+    jit_compile: bool = True
     force: bool = False
     seed: int = 0
 
@@ -113,7 +152,7 @@ class MainJobOptions:
             output_dir="runs/main-quick",
             export_name="albert_sst2_quick",
             vocabulary_size=2000,
-            sequence_length=64,
+            sequence_length=32,
             dupe_factor=1,
             corpus_files=2,
             model=(
@@ -130,23 +169,29 @@ class MainJobOptions:
             finetune_train_steps=60,
             finetune_batch_size=16,
             finetune_evaluations=2,
+            finetune_seeds=(0, 1),
         )
         return cls(**{**quick, **changes})
 
     def __post_init__(self):
         require_positive_int("pretrain_evaluations", self.pretrain_evaluations)
         require_positive_int("finetune_evaluations", self.finetune_evaluations)
+        parse_seeds(",".join(map(str, self.finetune_seeds)))  # the same check as the flag's
+        require_one_of("pair_task", self.pair_task, ("sop", "nsp"))
 
     def path(self, *parts: str) -> str:
         return os.path.join(self.output_dir, *parts)
 
-    def finetuning_dir(self, from_scratch: bool) -> str:
-        """The SST-2 run from the pretraining checkpoint, or the one from scratch."""
-        return self.path("finetuning", "sst2_from_scratch" if from_scratch else "sst2")
+    def finetuning_dir(self, from_scratch: bool, seed: int | None = None) -> str:
+        """The SST-2 run (of `seed`, by default the first) from the pretraining checkpoint, or
+        the one from scratch."""
+        seed = self.finetune_seeds[0] if seed is None else seed
+        side = "sst2_from_scratch" if from_scratch else "sst2"
+        return self.path("finetuning", side, f"seed_{seed}")
 
     def albert_config(self) -> AlbertConfig:
         return AlbertConfig(
             vocabulary_size=self.vocabulary_size,
-            max_sequence_length=self.sequence_length,
+            max_sequence_length=max(self.sequence_length, self.finetune_sequence_length),
             **dict(self.model),
         )

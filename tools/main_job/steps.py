@@ -1,8 +1,9 @@
 """The main job's steps, end to end on data that ships with the repository.
 
-raw Austen novels → SentencePiece model → SOP + n-gram-masked TFRecords → small ALBERT
-pretrained with LAMB → fine-tuned on SST-2 from that checkpoint, and the same architecture
-from scratch with the same budget (the gain is pretraining's) → the pretrained one exported
+Austen novels + WikiText-2 + SST-2's training sentences (unlabeled) → SentencePiece model on
+all that text → SOP TFRecords (n-gram masks drawn anew every pass) → small ALBERT pretrained
+with LAMB → fine-tuned on SST-2 from that checkpoint, and the same architecture from scratch
+with the same budget, once per seed (the gain is pretraining's) → the pretrained one exported
 for TF Serving → loaded as the server would (`tools/probe_saved_model.py`: TF1 session
 loader, in a fresh process without keras_albert) → summary and curves.
 
@@ -12,11 +13,13 @@ from step 0, in its cleared run directory); an export never overwrites an existi
 forced rerun writes the next version.
 """
 
+import dataclasses
 import glob
 import json
 import os
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -45,6 +48,7 @@ def run_main_job(options: MainJobOptions) -> dict:
 
 
 STEPS = (
+    "corpus",
     "tokenizer",
     "pretraining_data",
     "pretraining",
@@ -74,8 +78,9 @@ def run_steps(options: MainJobOptions, names: tuple[str, ...]) -> dict:
 
 def _steps(options: MainJobOptions, train_files: list[str], held_out_files: list[str]) -> list:
     return [
-        ("tokenizer", lambda: _train_tokenizer(options, train_files)),
-        ("pretraining_data", lambda: _pretraining_data(options, train_files, held_out_files)),
+        ("corpus", lambda: _build_corpus(options, train_files, held_out_files)),
+        ("tokenizer", lambda: _train_tokenizer(options)),
+        ("pretraining_data", lambda: _pretraining_data(options)),
         ("pretraining", lambda: _pretrain(options)),
         ("finetuning", lambda: _finetune(options, from_scratch=False)),
         ("finetuning_from_scratch", lambda: _finetune(options, from_scratch=True)),
@@ -114,13 +119,30 @@ def _corpus(options: MainJobOptions) -> tuple[list[str], list[str]]:
     return train[: options.corpus_files], held_out
 
 
-def _train_tokenizer(options: MainJobOptions, train_files: list[str]) -> dict:
+def _build_corpus(options: MainJobOptions, train_files, held_out_files) -> dict:
+    """The pretraining text and the held-out text (`task_corpus.build_task_corpus`)."""
+    from keras_albert.text.pretraining.task_corpus import build_task_corpus
+
+    corpus = build_task_corpus(
+        options.path("corpus"),
+        books=train_files,
+        held_out_books=held_out_files,
+        wikitext=options.wikitext,
+        held_out_articles=options.held_out_articles if options.wikitext else 0,
+        task_train_data=options.finetune_train_data if options.task_sentences else None,
+        seed=options.seed,
+    )
+    print(f"corpus: {corpus.documents} documents; left out: {corpus.dropped}")
+    return dataclasses.asdict(corpus)
+
+
+def _train_tokenizer(options: MainJobOptions) -> dict:
     from keras_albert.text.sentencepiece_trainer import train_sentencepiece
 
-    model_path = _tokenizer_path(options)
+    model_path = tokenizer_path(options)
     os.makedirs(os.path.dirname(model_path), exist_ok=True)
     result = train_sentencepiece(
-        train_files,
+        [read_result(options, "corpus")["train_file"]],
         model_path.removesuffix(".model"),  # the trainer takes the prefix
         vocabulary_size=options.vocabulary_size,
         seed=options.seed,
@@ -128,35 +150,51 @@ def _train_tokenizer(options: MainJobOptions, train_files: list[str]) -> dict:
     return {"model": model_path, "summary": str(result)}
 
 
-def _tokenizer_path(options: MainJobOptions) -> str:
-    return options.path("tokenizer", "austen.model")
+def tokenizer_path(options: MainJobOptions) -> str:
+    return options.path("tokenizer", "sentencepiece.model")
 
 
-def _pretraining_data(options, train_files, held_out_files) -> dict:
+def pretraining_data_config(options: MainJobOptions, split: str):
+    """How the `split` ("train" or "eval") records are made: the eval records are one pass."""
+    from keras_albert.text.pretraining import PretrainingDataConfig
+    from keras_albert.text.pretraining.task_corpus import DOCUMENT_SPLIT
+
+    return PretrainingDataConfig(
+        sequence_length=options.sequence_length,
+        max_predictions_per_sequence=options.max_predictions_per_sequence,
+        masked_lm_prob=options.masked_lm_prob,
+        dupe_factor=options.dupe_factor if split == "train" else 1,
+        task=options.pair_task,
+        document_split=DOCUMENT_SPLIT,
+        seed=options.seed + len(split),
+    )
+
+
+def tokenizer_factory(options: MainJobOptions):
+    """The job's tokenizer, as the pretraining data writers take it (made in each worker)."""
     import functools
 
-    from keras_albert.text.pretraining import PretrainingDataConfig, create_pretraining_data
     from keras_albert.text.tokenizer import AlbertTokenizer
 
-    tokenizer = functools.partial(AlbertTokenizer, proto=_tokenizer_path(options))
+    return functools.partial(AlbertTokenizer, proto=tokenizer_path(options))
+
+
+def _pretraining_data(options) -> dict:
+    from keras_albert.text.pretraining import create_pretraining_data
+
+    corpus = read_result(options, "corpus")
     results = {}
-    for split, files, dupe_factor, num_shards in (
-        ("train", train_files, options.dupe_factor, 4),
-        ("eval", held_out_files, 1, 1),
+    for split, text_file, num_shards in (
+        ("train", corpus["train_file"], 4),
+        ("eval", corpus["held_out_file"], 1),
     ):
-        config = PretrainingDataConfig(
-            sequence_length=options.sequence_length,
-            dupe_factor=dupe_factor,
-            seed=options.seed + len(split),
-        )
         summary = create_pretraining_data(
-            files,
+            [text_file],
             options.path("pretraining_data", split),
-            tokenizer,
-            config,
-            num_workers=min(2, os.cpu_count() or 1),
+            tokenizer_factory(options),
+            pretraining_data_config(options, split),
+            num_workers=1,  # short documents: worker round trips would cost more than they save
             num_shards=num_shards,
-            start_method="fork" if sys.platform == "linux" else "spawn",
         )
         print(summary)
         results[split] = {"examples": summary.num_examples, "summary": str(summary)}
@@ -180,7 +218,9 @@ def pretraining_options(options: MainJobOptions):
     from keras_albert.training.pretraining import PretrainingOptions
 
     # Checkpoints and evaluations fall on log boundaries (the driver's Keras epochs).
-    log_every = max(options.pretrain_train_steps // 40, 10)
+    steps_per_execution = 10
+    log_every = max(options.pretrain_train_steps // 40 // steps_per_execution, 1)
+    log_every *= steps_per_execution
     every = options.pretrain_train_steps // options.pretrain_evaluations
     every = log_every * max(1, every // log_every)
     return PretrainingOptions(
@@ -188,7 +228,9 @@ def pretraining_options(options: MainJobOptions):
         train_data=options.path("pretraining_data", "train-*.tfrecord"),
         eval_data=options.path("pretraining_data", "eval-*.tfrecord"),
         output_dir=options.path("pretraining", "model"),
-        sentencepiece_model=_tokenizer_path(options),
+        sentencepiece_model=tokenizer_path(options),
+        dynamic_masking=True,
+        masked_lm_prob=options.masked_lm_prob,
         train_steps=options.pretrain_train_steps,
         batch_size=options.pretrain_batch_size,
         learning_rate=options.pretrain_learning_rate,
@@ -198,21 +240,21 @@ def pretraining_options(options: MainJobOptions):
         log_every_steps=log_every,
         checkpoint_every_steps=every,
         eval_every_steps=every,
-        jit_compile=False,
+        steps_per_execution=steps_per_execution,
+        jit_compile=options.jit_compile,
         seed=options.seed,
     )
 
 
 def _finetune(options: MainJobOptions, from_scratch: bool) -> dict:
-    """SST-2 from the pretraining checkpoint, or the same architecture from random weights."""
+    """SST-2 from the pretraining checkpoint, or the same architecture from random weights:
+    one run per seed of `finetune_seeds` (the seed of the head's or the whole model's
+    initial weights and of the batch order; the training sample is the same)."""
     from keras_albert.training.finetuning import FinetuningOptions, finetune
 
     train_file = options.path("finetuning", "sst2_train_sample.tsv")
     os.makedirs(os.path.dirname(train_file), exist_ok=True)
-    _sample_tsv(options.finetune_train_data, train_file, options.finetune_examples, options.seed)
-    output_dir = options.finetuning_dir(from_scratch)
-    if options.force:
-        shutil.rmtree(output_dir, ignore_errors=True)
+    sample_tsv(options.finetune_train_data, train_file, options.finetune_examples, options.seed)
     learning_rate = options.finetune_learning_rate
     if from_scratch and options.finetune_from_scratch_learning_rate is not None:
         learning_rate = options.finetune_from_scratch_learning_rate
@@ -221,28 +263,35 @@ def _finetune(options: MainJobOptions, from_scratch: bool) -> dict:
         if from_scratch
         else {"init_checkpoint": options.path("pretraining", "model")}
     )
-    summary = finetune(
-        FinetuningOptions(
-            task="SST-2",
-            train_data=train_file,
-            eval_data=options.finetune_eval_data,
-            output_dir=output_dir,
-            sentencepiece_model=_tokenizer_path(options),
-            sequence_length=options.finetune_sequence_length,
-            learning_rate=learning_rate,
-            batch_size=options.finetune_batch_size,
-            train_steps=options.finetune_train_steps,
-            warmup_steps=max(options.finetune_train_steps // 10, 1),
-            epochs=options.finetune_evaluations,
-            seed=options.seed,
-            verbose=2,
-            **start,
+    runs = []
+    for seed in options.finetune_seeds:
+        output_dir = options.finetuning_dir(from_scratch, seed)
+        if options.force:
+            shutil.rmtree(output_dir, ignore_errors=True)
+        summary = finetune(
+            FinetuningOptions(
+                task="SST-2",
+                train_data=train_file,
+                eval_data=options.finetune_eval_data,
+                output_dir=output_dir,
+                sentencepiece_model=tokenizer_path(options),
+                sequence_length=options.finetune_sequence_length,
+                learning_rate=learning_rate,
+                batch_size=options.finetune_batch_size,
+                train_steps=options.finetune_train_steps,
+                warmup_steps=max(options.finetune_train_steps // 10, 1),
+                epochs=options.finetune_evaluations,
+                jit_compile=options.jit_compile,
+                seed=seed,
+                verbose=2,
+                **start,
+            )
         )
-    )
-    return {"output_dir": output_dir, "summary": summary}
+        runs.append({"seed": seed, "output_dir": output_dir, "summary": summary})
+    return {"runs": runs}
 
 
-def _sample_tsv(source: str, destination: str, count: int, seed: int) -> None:
+def sample_tsv(source: str, destination: str, count: int, seed: int) -> None:
     """A seeded sample of `count` data rows of a TSV with a header, header kept."""
     with open(source, encoding="utf-8") as f:
         header, *rows = f.readlines()
@@ -263,7 +312,7 @@ def _export(options: MainJobOptions) -> dict:
     )
     path = export_for_serving(
         classifier,
-        AlbertTokenizer(_tokenizer_path(options)),
+        AlbertTokenizer(tokenizer_path(options)),
         base_dir=options.saved_models_dir,
         name=options.export_name,
         class_names=["negative", "positive"],
@@ -273,7 +322,7 @@ def _export(options: MainJobOptions) -> dict:
 
 def _serve(options: MainJobOptions) -> dict:
     """Classifies a few sentences through the export in a fresh process, as TF Serving would."""
-    export_path = _read_result(options, "export")["path"]
+    export_path = read_result(options, "export")["path"]
     # -I: isolated, so neither keras_albert nor the script's folder is importable there.
     completed = subprocess.run(
         [sys.executable, "-I", PROBE, export_path, *PROBE_SENTENCES],
@@ -288,19 +337,23 @@ def _serve(options: MainJobOptions) -> dict:
     return json.loads(completed.stdout.strip().splitlines()[-1])
 
 
-def _read_result(options: MainJobOptions, name: str) -> dict:
+def read_result(options: MainJobOptions, name: str) -> dict:
     with open(options.path("steps", f"{name}.json"), encoding="utf-8") as f:
         return json.load(f)
 
 
 def _summary(options: MainJobOptions, results: dict, seconds: float) -> dict:
-    pretrained = results["finetuning"]["summary"].get("best") or {}
-    from_scratch = results["finetuning_from_scratch"]["summary"].get("best") or {}
+    steps = {"pretrained": "finetuning", "from_scratch": "finetuning_from_scratch"}
+    sides = {
+        side: [run["summary"].get("best") or {} for run in results[step]["runs"]]
+        for side, step in steps.items()
+    }
     serving = results["serving"]
     summary = {
         "pretraining_held_out": results["pretraining"]["summary"].get("eval"),
-        "sst2_dev": {"pretrained": pretrained, "from_scratch": from_scratch},
-        "sst2_dev_accuracy_gain": _gain(pretrained, from_scratch, "accuracy"),
+        "finetune_seeds": list(options.finetune_seeds),
+        "sst2_dev": sides,
+        "sst2_dev_accuracy_gain": _gain(sides["pretrained"], sides["from_scratch"], "accuracy"),
         "export_path": results["export"]["path"],
         "serving_latency_ms_batch_1": serving["latency_ms_batch_1"],
         "served_predictions": serving["predictions"],
@@ -315,10 +368,20 @@ def _summary(options: MainJobOptions, results: dict, seconds: float) -> dict:
     return summary
 
 
-def _gain(pretrained: dict, from_scratch: dict, metric: str) -> float | None:
-    if metric not in pretrained or metric not in from_scratch:
+def _gain(pretrained: list[dict], from_scratch: list[dict], metric: str) -> dict | None:
+    """Pretrained minus from scratch, seed by seed: each, their mean, their range."""
+    pairs = list(zip(pretrained, from_scratch, strict=True))
+    if not pairs or any(metric not in p or metric not in s for p, s in pairs):
         return None
-    return pretrained[metric] - from_scratch[metric]
+    gains = [p[metric] - s[metric] for p, s in pairs]
+    return {"per_seed": gains, "mean": statistics.fmean(gains), "range": [min(gains), max(gains)]}
+
+
+def _mean_and_range(runs: list[dict], metric: str) -> str:
+    values = [run[metric] for run in runs if metric in run]
+    if not values:
+        return "n/a"
+    return f"{statistics.fmean(values):.3f} [{min(values):.3f}, {max(values):.3f}]"
 
 
 def summary_text(summary: dict) -> str:
@@ -329,12 +392,20 @@ def summary_text(summary: dict) -> str:
         summary["sst2_dev"]["from_scratch"],
     )
     gain = summary["sst2_dev_accuracy_gain"]
+    seeds = len(summary["finetune_seeds"])
     lines = [
         f"pretraining, held out: MLM accuracy {_round(held_out.get('mlm_accuracy'))}, "
         f"SOP accuracy {_round(held_out.get('sop_accuracy'))}",
-        f"SST-2 dev accuracy: pretrained {_round(pretrained.get('accuracy'))}, from scratch "
-        f"{_round(from_scratch.get('accuracy'))}, gain "
-        + ("n/a" if gain is None else f"{100 * gain:+.1f} points"),
+        f"SST-2 dev accuracy, mean [min, max] of {seeds} seed(s): pretrained "
+        f"{_mean_and_range(pretrained, 'accuracy')}, from scratch "
+        f"{_mean_and_range(from_scratch, 'accuracy')}",
+        "gain from pretraining: "
+        + (
+            "n/a"
+            if gain is None
+            else f"{100 * gain['mean']:+.1f} points [{100 * gain['range'][0]:+.1f}, "
+            f"{100 * gain['range'][1]:+.1f}]"
+        ),
         f"export: {summary['export_path']}",
         f"served (batch-1 latency {summary['serving_latency_ms_batch_1']:.1f} ms):",
     ]
