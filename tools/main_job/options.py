@@ -111,8 +111,8 @@ class MainJobOptions:
     finetune_eval_data: str = os.path.join(DATA_DIR, "glue", "SST-2", "dev.tsv")
     vocabulary_size: int = 8000
     sequence_length: int = 32
-    max_predictions_per_sequence: int = 5
-    masked_lm_prob: float = 0.15
+    max_predictions_per_sequence: int = 10
+    masked_lm_prob: float = 0.3
     pair_task: str = dataclasses.field(default="sop", metadata={"choices": ("sop", "nsp")})
     dupe_factor: int = 2
     corpus_files: int | None = None
@@ -133,9 +133,9 @@ class MainJobOptions:
     pretrain_evaluations: int = 5
     finetune_examples: int = 20000
     finetune_sequence_length: int = 64
-    finetune_train_steps: int = 1500
+    finetune_train_steps: int = 1000
     finetune_batch_size: int = 32
-    finetune_learning_rate: float = 1e-4
+    finetune_learning_rate: float = 3e-4
     finetune_from_scratch_learning_rate: float | None = None
     finetune_evaluations: int = 5
     finetune_seeds: tuple = dataclasses.field(
@@ -152,7 +152,6 @@ class MainJobOptions:
             output_dir="runs/main-quick",
             export_name="albert_sst2_quick",
             vocabulary_size=2000,
-            sequence_length=32,
             dupe_factor=1,
             corpus_files=2,
             model=(
