@@ -1,18 +1,17 @@
-"""The main job: Austen novels → tokenizer → pretraining data → pretrained ALBERT → SST-2 from
-it and from scratch → TF Serving export → served in a fresh process → summary and curves.
+"""The main job: Austen novels + WikiText-2 + SST-2's unlabeled sentences → tokenizer →
+pretraining data → pretrained ALBERT → SST-2 from it and from scratch (3 seeds each) → TF
+Serving export → served in a fresh process → summary and curves.
 
     python tools/main.py            # the full run, about an hour on 2 CPU cores (see below)
     python tools/main.py --quick    # every step in a few minutes (smoke test)
     python tools/main.py --force    # redo every step, pretraining from step 0 (the export
                                     # becomes a new version; versions are never overwritten)
 
-Duration, measured from a fresh clone (`bash tools/run.sh main`, 2026-11-23) on this project's
-2-core AMD EPYC (AVX2 only) with small tests running beside it: 66.7 minutes wall, of which
-3 for setting up `.venv` and 63.7 for the steps (tokenizer 4 s, data 10 s, pretraining 2,273 s
-for 2,000 steps at 0.88 steps/s, SST-2 from the checkpoint 761 s and from scratch 756 s for
-1,500 steps each, export 8 s, serving check 12 s). The project's earlier, ~3× faster machine
-ran the steps in about 20 minutes.
-`--quick`: about 2.5 minutes on an idle machine.
+Duration on this project's 2-core AMD EPYC (AVX2 only), measured step by step (2026-11-24):
+corpus 1 s, tokenizer 10 s, data ~40 s, pretraining 2,400 XLA steps ≈ 21 minutes alone
+(1.9 steps/s; 57 minutes when it shared the cores with the test suite), six SST-2 runs of
+1,000 steps ≈ 3–5 minutes each alone, export and serving check ≈ 20 s: about 45–55 minutes.
+`--quick`: about 3 minutes on an idle machine (4.6 under load).
 
 Every field of `MainJobOptions` (tools/main_job/options.py) is a flag; with `--quick`, the
 flags given override the quick variant's values.
