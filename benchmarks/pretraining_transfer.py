@@ -26,6 +26,7 @@ Writes `<work-dir>/transfer.json` and `transfer.png` (and `table.json`, `table.p
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import statistics
@@ -224,18 +225,12 @@ def finetune_stage(args, options: MainJobOptions) -> dict:
                 "mean": statistics.fmean(gains),
                 "spread": [min(gains), max(gains)],
             }
-        record = {"args": vars(args), "job": _job_record(options), **results}
+        record = {"args": vars(args), "job": dataclasses.asdict(options), **results}
         _write_json(options.path("transfer.json"), record)
         print(json.dumps({regime: results[regime]}, indent=2), flush=True)
     if not args.grid_only:
         _plot(results, options.path("transfer.png"), "SST-2")
     return results
-
-
-def _job_record(options: MainJobOptions) -> dict:
-    import dataclasses
-
-    return {key: value for key, value in dataclasses.asdict(options).items()}
 
 
 def _plot(results: dict, path: str, task: str) -> None:
