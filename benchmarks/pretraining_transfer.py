@@ -54,10 +54,9 @@ def _done(path: str) -> bool:
 
 
 def _write_json(path: str, value) -> None:
-    partial = f"{path}.incomplete"
-    with open(partial, "w", encoding="utf-8") as f:
-        json.dump(value, f, indent=2)
-    os.replace(partial, path)
+    from keras_albert.text.files import write_text_atomically
+
+    write_text_atomically(path, json.dumps(value, indent=2))
 
 
 def pretrain_stage(args, options: MainJobOptions) -> dict:
