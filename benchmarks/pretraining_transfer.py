@@ -18,9 +18,12 @@ this benchmark runs, e.g. `-- --pair-task nsp --pretrain-train-steps 2400`; `--w
 - `finetune`: per regime (`--label-counts`), each side (pretrained, scratch) picks its learning
   rate from `--learning-rates` on a split of the sampled TRAINING rows (80 % train, 20 %
   validation, seed 0; the dev set is never used for a choice), then fine-tunes on the whole
-  sample for each `--seeds` and is scored once, at the end, on SST-2 dev.
+  sample for each `--seeds` and is scored once, at the end, on the dev set. `--task` picks
+  another GLUE task (`--train-data`, `--dev-data`: its files; its main metric is the score),
+  e.g. `--task STS-B --label-counts 1000 6000` for the second task of the protocol.
 
-Writes `<work-dir>/transfer.json` and `transfer.png` (and `table.json`, `table.png`).
+Writes `<work-dir>/transfer_<task>.json` and `transfer_<task>.png` (and `table.json`,
+`table.png`).
 """
 
 from __future__ import annotations
@@ -102,6 +105,7 @@ def table_stage(args, options: MainJobOptions) -> dict:
         }
     table = {"ours": rows, "paper_table_5": PAPER_TABLE_5}
     _write_json(options.path("table.json"), table)
+    _plot_table(rows, PAPER_TABLE_5, options.path("table.png"))
     print("trained on \\ evaluated on   NSP (paper)      SOP (paper)")
     for name, row in rows.items():
         paper = PAPER_TABLE_5.get(name, {})
@@ -110,6 +114,39 @@ def table_stage(args, options: MainJobOptions) -> dict:
             f"{row['sop']:.3f} ({paper.get('sop', float('nan')):.3f})"
         )
     return table
+
+
+def _save(figure, path: str) -> None:
+    """The PNG under a temporary name, then renamed: never a half-written plot."""
+    figure.tight_layout()
+    figure.savefig(f"{path}.incomplete.png")
+    os.replace(f"{path}.incomplete.png", path)
+
+
+def _plot_table(rows: dict, paper: dict, path: str) -> None:
+    """Bars per (trained on, evaluated on) cell: ours beside the paper's."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cells = [(name, task) for name in rows for task in ("nsp", "sop")]
+    labels = [f"{name.split('_')[0].upper()}-trained\non {task.upper()}" for name, task in cells]
+    figure, axis = plt.subplots(figsize=(6, 4))
+    positions = range(len(cells))
+    axis.bar([i - 0.2 for i in positions], [rows[n][t] for n, t in cells], 0.4, label="ours")
+    axis.bar(
+        [i + 0.2 for i in positions],
+        [paper.get(n, {}).get(t, float("nan")) for n, t in cells],
+        0.4,
+        label="paper (Table 5)",
+    )
+    axis.axhline(0.5, color="k", linestyle=":", linewidth=1)
+    axis.set_xticks(list(positions), labels)
+    axis.set_ylabel("held-out accuracy")
+    axis.set_ylim(0.4, 1.0)
+    axis.legend()
+    _save(figure, path)
 
 
 def _write_rows(path: str, header: str, rows: list[str]) -> str:
@@ -148,7 +185,7 @@ def _finetune_score(
     steps = min(steps, options.finetune_train_steps)
     summary = finetune(
         FinetuningOptions(
-            task="SST-2",
+            task=args.task,
             train_data=train_file,
             eval_data=eval_file,
             output_dir=output_dir,
@@ -166,21 +203,23 @@ def _finetune_score(
         )
     )
     keras.backend.clear_session()
-    score = float(summary["history"][-1]["accuracy"])
+    score = float(summary["history"][-1][summary["main_metric"]])
     _write_json(result_path, {"score": score, "learning_rate": lr, "steps": steps})
     print(f"  {side} lr={lr} seed={seed} rows={num_rows} steps={steps}: {score:.4f}", flush=True)
     return score
 
 
 def finetune_stage(args, options: MainJobOptions) -> dict:
-    dev = options.finetune_eval_data
+    train = args.train_data or options.finetune_train_data
+    dev = args.dev_data or options.finetune_eval_data
+    name = args.task.lower()
     results = {}
     for count in args.label_counts:
         regime = f"labels_{count}"
-        root = options.path("transfer", regime)
+        root = options.path("transfer", name, regime)
         os.makedirs(root, exist_ok=True)
         sample = os.path.join(root, "train.tsv")
-        sample_tsv(options.finetune_train_data, sample, count, 0)
+        sample_tsv(train, sample, count, 0)
         with open(sample, encoding="utf-8") as f:
             header, *rows = f.readlines()
         cut = int(0.8 * len(rows))
@@ -225,10 +264,10 @@ def finetune_stage(args, options: MainJobOptions) -> dict:
                 "spread": [min(gains), max(gains)],
             }
         record = {"args": vars(args), "job": dataclasses.asdict(options), **results}
-        _write_json(options.path("transfer.json"), record)
+        _write_json(options.path(f"transfer_{name}.json"), record)
         print(json.dumps({regime: results[regime]}, indent=2), flush=True)
     if not args.grid_only:
-        _plot(results, options.path("transfer.png"), "SST-2")
+        _plot(results, options.path(f"transfer_{name}.png"), args.task)
     return results
 
 
@@ -254,9 +293,7 @@ def _plot(results: dict, path: str, task: str) -> None:
     axis.set_xticks(range(len(results)), list(results))
     axis.set_ylabel(f"{task} dev score")
     axis.legend()
-    figure.tight_layout()
-    figure.savefig(f"{path}.incomplete.png")
-    os.replace(f"{path}.incomplete.png", path)
+    _save(figure, path)
 
 
 def main(argv=None) -> None:
@@ -271,7 +308,22 @@ def main(argv=None) -> None:
         default=["pretrain", "intrinsic", "finetune"],
         choices=["pretrain", "intrinsic", "finetune", "table"],
     )
-    parser.add_argument("--label-counts", type=int, nargs="+", default=[1000, 20000])
+    parser.add_argument(
+        "--task",
+        default="SST-2",
+        help="the GLUE task fine-tuned (its main metric is the score), e.g. SST-2, STS-B, MRPC",
+    )
+    parser.add_argument(
+        "--train-data", help="the task's train.tsv (default: the job's SST-2 training file)"
+    )
+    parser.add_argument("--dev-data", help="the task's dev.tsv (default: the job's SST-2 dev)")
+    parser.add_argument(
+        "--label-counts",
+        type=int,
+        nargs="+",
+        default=[1000, 20000],
+        help="training rows sampled per regime (more than the file holds: all of it, shuffled)",
+    )
     parser.add_argument("--sides", nargs="+", default=["pretrained", "scratch"])
     parser.add_argument("--learning-rates", type=float, nargs="+", default=[1e-4, 3e-4, 1e-3])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from main_job import STEPS, MainJobOptions, run_steps
+from main_job.options import parse_seeds
 from main_job.steps import PROBE_SENTENCES
 
 from tests.tool_flags import check_tool_flags
@@ -222,8 +223,12 @@ def test_bad_step_names_and_evaluation_counts_are_refused(tmp_path):
     assert not any(tmp_path.iterdir())  # refused before any step ran
     with pytest.raises(ValueError, match="pretrain_evaluations=0"):
         MainJobOptions(pretrain_evaluations=0)
-    with pytest.raises(ValueError, match=r"Received: finetune_seeds='0,0'"):
+    with pytest.raises(ValueError, match=r"Received: finetune_seeds=\(0, 0\)"):
         MainJobOptions(finetune_seeds=(0, 0))
+    with pytest.raises(ValueError, match=r"Received: finetune_seeds=\(-1,\)"):
+        MainJobOptions(finetune_seeds=(-1,))
+    with pytest.raises(ValueError, match=r"Received: finetune_seeds='0,x'"):
+        parse_seeds("0,x")
 
 
 def load_tool():

@@ -14,18 +14,25 @@ REPOSITORY = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__f
 DATA_DIR = os.path.join(REPOSITORY, "data")
 
 
+def check_seeds(seeds: tuple, received=None) -> tuple:
+    """`seeds` if they are distinct non-negative integers, at least one; else a clear error
+    naming `received` (what the user wrote; default: `seeds`)."""
+    valid = all(isinstance(seed, int) and seed >= 0 for seed in seeds)
+    if not seeds or not valid or len(set(seeds)) < len(seeds):
+        raise ValueError(
+            "`finetune_seeds` must be distinct non-negative integers, comma-separated. "
+            f"Received: finetune_seeds={seeds if received is None else received!r}"
+        )
+    return seeds
+
+
 def parse_seeds(text: str) -> tuple:
     """`0,1,2` → `(0, 1, 2)`."""
     try:
         seeds = tuple(int(part) for part in text.split(",") if part.strip())
     except ValueError:
         seeds = ()
-    if not seeds or min(seeds) < 0 or len(set(seeds)) < len(seeds):
-        raise ValueError(
-            "`finetune_seeds` must be distinct non-negative integers, comma-separated. "
-            f"Received: finetune_seeds={text!r}"
-        )
-    return seeds
+    return check_seeds(seeds, text)
 
 
 def parse_model(text: str) -> tuple:
@@ -175,7 +182,7 @@ class MainJobOptions:
     def __post_init__(self):
         require_positive_int("pretrain_evaluations", self.pretrain_evaluations)
         require_positive_int("finetune_evaluations", self.finetune_evaluations)
-        parse_seeds(",".join(map(str, self.finetune_seeds)))  # the same check as the flag's
+        check_seeds(tuple(self.finetune_seeds))
         require_one_of("pair_task", self.pair_task, ("sop", "nsp"))
 
     def path(self, *parts: str) -> str:

@@ -292,11 +292,11 @@ def _finetune(options: MainJobOptions, from_scratch: bool) -> dict:
 
 
 def sample_tsv(source: str, destination: str, count: int, seed: int) -> None:
-    """A seeded sample of `count` data rows of a TSV with a header, header kept."""
+    """A seeded sample of `count` data rows of a TSV with a header, header kept (all the rows,
+    shuffled, when the file holds no more than `count`)."""
     with open(source, encoding="utf-8") as f:
         header, *rows = f.readlines()
-    if count < len(rows):
-        rows = random.Random(seed).sample(rows, count)
+    rows = random.Random(seed).sample(rows, min(count, len(rows)))
     with open(destination, "w", encoding="utf-8") as f:
         f.writelines([header, *rows])
 
