@@ -21,6 +21,9 @@ this benchmark runs, e.g. `-- --pair-task nsp --pretrain-train-steps 2400`; `--w
   sample for each `--seeds` and is scored once, at the end, on the dev set. `--task` picks
   another GLUE task (`--train-data`, `--dev-data`: its files; its main metric is the score),
   e.g. `--task STS-B --label-counts 1000 6000` for the second task of the protocol.
+- `probe` (after `finetune`, on its samples; classification tasks): logistic regression on
+  frozen features — the pretrained encoder's, the same architecture's at random, and a bag
+  of SentencePiece pieces — to show what pretraining put in the encoder before fine-tuning.
 
 Writes `<work-dir>/transfer_<task>.json` and `transfer_<task>.png` (and `table.json`,
 `table.png`).
@@ -147,6 +150,83 @@ def _plot_table(rows: dict, paper: dict, path: str) -> None:
     axis.set_ylim(0.4, 1.0)
     axis.legend()
     _save(figure, path)
+
+
+def probe_stage(args, options: MainJobOptions) -> dict:
+    """Linear probes on frozen features: does the pretrained encoder hold what the task needs,
+    before any fine-tuning? Logistic regression on the mean of the last layer's outputs over
+    the real tokens, for the pretrained backbone and for the same architecture at random
+    (seeded), beside a bag of SentencePiece pieces (the words themselves, no encoder). The
+    regularization is chosen on the 80/20 split of the training sample, never on dev."""
+    import keras
+    import numpy as np
+    from sklearn.feature_extraction.text import CountVectorizer
+    from sklearn.linear_model import LogisticRegression
+
+    from keras_albert.models.backbone import AlbertBackbone
+    from keras_albert.text.glue import make_dataset, read_examples
+    from keras_albert.text.tokenizer import AlbertTokenizer
+    from keras_albert.training.intrinsic_eval import load_pretrainer
+
+    keras.utils.set_random_seed(options.seed)  # before the tokenizer: seeding drops its op
+    tokenizer = AlbertTokenizer(tokenizer_path(options))
+    name = args.task.lower()
+    results = {}
+    for count in args.label_counts:
+        root = options.path("transfer", name, f"labels_{count}")
+        parts = {
+            part: read_examples(os.path.join(root, f"{part}.tsv"), args.task)
+            for part in ("split_train", "split_validation", "train")
+        }
+        parts["dev"] = read_examples(args.dev_data or options.finetune_eval_data, args.task)
+        if parts["dev"].labels.dtype.kind == "f":
+            raise ValueError(f"`probe` is for classification tasks. Received: task={args.task}")
+        pretrained = load_pretrainer(options.path("pretraining", "model")).backbone
+        encoders = {
+            "pretrained": pretrained,
+            "random": AlbertBackbone.from_config(pretrained.get_config()),
+        }
+
+        def mean_output(encoder, examples):
+            data = make_dataset(examples, tokenizer, options.finetune_sequence_length, 128)
+            rows = []
+            for inputs, _ in data:
+                outputs = encoder(inputs, training=False)["sequence_output"]
+                mask = keras.ops.cast(inputs["padding_mask"], outputs.dtype)[..., None]
+                rows.append(np.asarray(keras.ops.sum(outputs * mask, 1) / keras.ops.sum(mask, 1)))
+            return np.concatenate(rows)
+
+        features = {
+            side: {part: mean_output(encoder, ex) for part, ex in parts.items()}
+            for side, encoder in encoders.items()
+        }
+        pieces = CountVectorizer(
+            analyzer=lambda text: tokenizer.encode_pieces(text), binary=True
+        ).fit([" ".join(t) for t in zip(*parts["train"].texts, strict=True)])
+        features["bag_of_pieces"] = {
+            part: pieces.transform([" ".join(t) for t in zip(*ex.texts, strict=True)])
+            for part, ex in parts.items()
+        }
+        results[f"labels_{count}"] = {}
+        for side, table in features.items():
+            grid = {}
+            for strength in (0.01, 0.1, 1.0, 10.0, 100.0):
+                model = LogisticRegression(C=strength, max_iter=5000)
+                model.fit(table["split_train"], parts["split_train"].labels)
+                grid[strength] = model.score(
+                    table["split_validation"], parts["split_validation"].labels
+                )
+            chosen = max(grid, key=grid.get)
+            model = LogisticRegression(C=chosen, max_iter=5000)
+            model.fit(table["train"], parts["train"].labels)
+            results[f"labels_{count}"][side] = {
+                "C_grid_on_train_split": {str(k): v for k, v in grid.items()},
+                "C": chosen,
+                "dev_accuracy": model.score(table["dev"], parts["dev"].labels),
+            }
+    _write_json(options.path(f"probe_{name}.json"), results)
+    print(json.dumps(results, indent=2))
+    return results
 
 
 def _write_rows(path: str, header: str, rows: list[str]) -> str:
@@ -306,7 +386,7 @@ def main(argv=None) -> None:
         "--stages",
         nargs="+",
         default=["pretrain", "intrinsic", "finetune"],
-        choices=["pretrain", "intrinsic", "finetune", "table"],
+        choices=["pretrain", "intrinsic", "finetune", "probe", "table"],
     )
     parser.add_argument(
         "--task",
@@ -352,6 +432,7 @@ def main(argv=None) -> None:
         "pretrain": pretrain_stage,
         "intrinsic": intrinsic_stage,
         "finetune": finetune_stage,
+        "probe": probe_stage,
         "table": table_stage,
     }
     for name in args.stages:
