@@ -91,6 +91,7 @@ def plot_curves(options: MainJobOptions, reference_lines: tuple = ()) -> str:
             axis.text(0.5, 0.5, "not run", ha="center", va="center", transform=axis.transAxes)
     figure.tight_layout()
     path = options.path("curves.png")
-    figure.savefig(path, dpi=100)
+    figure.savefig(f"{path}.incomplete.png", dpi=100)  # renamed once whole
     plt.close(figure)
+    os.replace(f"{path}.incomplete.png", path)
     return path
