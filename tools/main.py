@@ -10,7 +10,8 @@ Serving export → served in a fresh process → summary and curves.
 Duration on this project's 2-core AMD EPYC (AVX2 only), measured step by step (2026-11-24):
 corpus 1 s, tokenizer 10 s, data ~40 s, pretraining 2,400 XLA steps ≈ 21 minutes alone
 (1.9 steps/s; 57 minutes when it shared the cores with the test suite), six SST-2 runs of
-1,000 steps ≈ 3–5 minutes each alone, export and serving check ≈ 20 s: about 45–55 minutes.
+1,000 steps and 5 dev evaluations ≈ 6 minutes each (2.6 steps/s with another run beside it),
+export and serving check ≈ 20 s: about an hour.
 `--quick`: about 3 minutes on an idle machine (4.6 under load).
 
 Every field of `MainJobOptions` (tools/main_job/options.py) is a flag; with `--quick`, the
