@@ -180,7 +180,9 @@ def probe_stage(args, options: MainJobOptions) -> dict:
         }
         parts["dev"] = read_examples(args.dev_data or options.finetune_eval_data, args.task)
         if parts["dev"].labels.dtype.kind == "f":
-            raise ValueError(f"`probe` is for classification tasks. Received: task={args.task}")
+            raise ValueError(
+                f"`task` must be a classification task for `probe`. Received: task={args.task}"
+            )
         pretrained = load_pretrainer(options.path("pretraining", "model")).backbone
         encoders = {
             "pretrained": pretrained,
