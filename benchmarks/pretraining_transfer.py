@@ -35,7 +35,6 @@ import argparse
 import dataclasses
 import json
 import os
-import statistics
 import sys
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
@@ -47,11 +46,14 @@ sys.path.insert(0, os.path.join(REPOSITORY, "tools"))
 from main import parse_options  # noqa: E402 (tools/main.py: the job's flags)
 from main_job import MainJobOptions, pretraining_options, run_steps  # noqa: E402
 from main_job.steps import (  # noqa: E402
+    mean_and_range,
     pretraining_data_config,
     read_result,
     sample_tsv,
+    seed_gains,
     tokenizer_factory,
     tokenizer_path,
+    write_tsv,
 )
 
 
@@ -119,6 +121,16 @@ def table_stage(args, options: MainJobOptions) -> dict:
     return table
 
 
+def _pyplot():
+    """matplotlib's pyplot on the file-only backend (no display on the machines it runs on)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 def _save(figure, path: str) -> None:
     """The PNG under a temporary name, then renamed: never a half-written plot."""
     figure.tight_layout()
@@ -128,11 +140,7 @@ def _save(figure, path: str) -> None:
 
 def _plot_table(rows: dict, paper: dict, path: str) -> None:
     """Bars per (trained on, evaluated on) cell: ours beside the paper's."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     cells = [(name, task) for name in rows for task in ("nsp", "sop")]
     labels = [f"{name.split('_')[0].upper()}-trained\non {task.upper()}" for name, task in cells]
     figure, axis = plt.subplots(figsize=(6, 4))
@@ -171,6 +179,27 @@ def probe_stage(args, options: MainJobOptions) -> dict:
     keras.utils.set_random_seed(options.seed)  # before the tokenizer: seeding drops its op
     tokenizer = AlbertTokenizer(tokenizer_path(options))
     name = args.task.lower()
+    dev = read_examples(args.dev_data or options.finetune_eval_data, args.task)
+    if dev.labels.dtype.kind == "f":
+        raise ValueError(
+            f"`task` must be a classification task for `probe`. Received: task={args.task}"
+        )
+    pretrained = load_pretrainer(options.path("pretraining", "model")).backbone
+    encoders = {
+        "pretrained": pretrained,
+        "random": AlbertBackbone.from_config(pretrained.get_config()),
+    }
+
+    def mean_output(encoder, examples):
+        data = make_dataset(examples, tokenizer, options.finetune_sequence_length, 128)
+        rows = []
+        for inputs, _ in data:
+            outputs = encoder(inputs, training=False)["sequence_output"]
+            mask = keras.ops.cast(inputs["padding_mask"], outputs.dtype)[..., None]
+            rows.append(np.asarray(keras.ops.sum(outputs * mask, 1) / keras.ops.sum(mask, 1)))
+        return np.concatenate(rows)
+
+    dev_features = {side: mean_output(encoder, dev) for side, encoder in encoders.items()}
     results = {}
     for count in args.label_counts:
         root = options.path("transfer", name, f"labels_{count}")
@@ -178,30 +207,14 @@ def probe_stage(args, options: MainJobOptions) -> dict:
             part: read_examples(os.path.join(root, f"{part}.tsv"), args.task)
             for part in ("split_train", "split_validation", "train")
         }
-        parts["dev"] = read_examples(args.dev_data or options.finetune_eval_data, args.task)
-        if parts["dev"].labels.dtype.kind == "f":
-            raise ValueError(
-                f"`task` must be a classification task for `probe`. Received: task={args.task}"
-            )
-        pretrained = load_pretrainer(options.path("pretraining", "model")).backbone
-        encoders = {
-            "pretrained": pretrained,
-            "random": AlbertBackbone.from_config(pretrained.get_config()),
-        }
-
-        def mean_output(encoder, examples):
-            data = make_dataset(examples, tokenizer, options.finetune_sequence_length, 128)
-            rows = []
-            for inputs, _ in data:
-                outputs = encoder(inputs, training=False)["sequence_output"]
-                mask = keras.ops.cast(inputs["padding_mask"], outputs.dtype)[..., None]
-                rows.append(np.asarray(keras.ops.sum(outputs * mask, 1) / keras.ops.sum(mask, 1)))
-            return np.concatenate(rows)
-
         features = {
-            side: {part: mean_output(encoder, ex) for part, ex in parts.items()}
+            side: {
+                "dev": dev_features[side],
+                **{part: mean_output(encoder, ex) for part, ex in parts.items()},
+            }
             for side, encoder in encoders.items()
         }
+        parts["dev"] = dev
         pieces = CountVectorizer(
             analyzer=lambda text: tokenizer.encode_pieces(text), binary=True
         ).fit([" ".join(t) for t in zip(*parts["train"].texts, strict=True)])
@@ -229,12 +242,6 @@ def probe_stage(args, options: MainJobOptions) -> dict:
     _write_json(options.path(f"probe_{name}.json"), results)
     print(json.dumps(results, indent=2))
     return results
-
-
-def _write_rows(path: str, header: str, rows: list[str]) -> str:
-    with open(path, "w", encoding="utf-8") as f:
-        f.writelines([header, *rows])
-    return path
 
 
 def _finetune_score(
@@ -301,12 +308,10 @@ def finetune_stage(args, options: MainJobOptions) -> dict:
         root = options.path("transfer", name, regime)
         os.makedirs(root, exist_ok=True)
         sample = os.path.join(root, "train.tsv")
-        sample_tsv(train, sample, count, 0)
-        with open(sample, encoding="utf-8") as f:
-            header, *rows = f.readlines()
+        header, rows = sample_tsv(train, sample, count, 0)
         cut = int(0.8 * len(rows))
-        fit_file = _write_rows(os.path.join(root, "split_train.tsv"), header, rows[:cut])
-        val_file = _write_rows(os.path.join(root, "split_validation.tsv"), header, rows[cut:])
+        fit_file = write_tsv(os.path.join(root, "split_train.tsv"), header, rows[:cut])
+        val_file = write_tsv(os.path.join(root, "split_validation.tsv"), header, rows[cut:])
         results[regime] = {}
         for side in args.sides:
             grid = {}
@@ -326,25 +331,15 @@ def finetune_stage(args, options: MainJobOptions) -> dict:
                 "learning_rate_grid_on_train_split": {str(k): v for k, v in grid.items()},
                 "learning_rate": chosen,
                 "dev_scores": scores,
-                "mean": statistics.fmean(scores),
-                "spread": [min(scores), max(scores)],
+                **mean_and_range(scores),
             }
         if args.grid_only:
             continue
         if {"pretrained", "scratch"} <= set(results[regime]):
-            gains = [
-                p - s
-                for p, s in zip(
-                    results[regime]["pretrained"]["dev_scores"],
-                    results[regime]["scratch"]["dev_scores"],
-                    strict=True,
-                )
-            ]
-            results[regime]["gain"] = {
-                "per_seed": gains,
-                "mean": statistics.fmean(gains),
-                "spread": [min(gains), max(gains)],
-            }
+            results[regime]["gain"] = seed_gains(
+                results[regime]["pretrained"]["dev_scores"],
+                results[regime]["scratch"]["dev_scores"],
+            )
         record = {"args": vars(args), "job": dataclasses.asdict(options), **results}
         _write_json(options.path(f"transfer_{name}.json"), record)
         print(json.dumps({regime: results[regime]}, indent=2), flush=True)
@@ -354,11 +349,7 @@ def finetune_stage(args, options: MainJobOptions) -> dict:
 
 
 def _plot(results: dict, path: str, task: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     figure, axis = plt.subplots(figsize=(6, 4))
     for offset, side in ((-0.15, "pretrained"), (0.15, "scratch")):
         for i, regime in enumerate(results):
@@ -371,7 +362,8 @@ def _plot(results: dict, path: str, task: str) -> None:
                 color="C0" if offset < 0 else "C1",
                 label=side if i == 0 else None,
             )
-            axis.hlines(statistics.fmean(scores), i + offset - 0.1, i + offset + 0.1, color="k")
+            mean = results[regime][side]["mean"]
+            axis.hlines(mean, i + offset - 0.1, i + offset + 0.1, color="k")
     axis.set_xticks(range(len(results)), list(results))
     axis.set_ylabel(f"{task} dev score")
     axis.legend()
@@ -419,14 +411,8 @@ def main(argv=None) -> None:
     parser.add_argument("--finetune-min-steps", type=int, default=100)
     parser.add_argument("--table-runs", nargs="+", default=[], help="work dirs for `table`")
     argv = sys.argv[1:] if argv is None else argv
-    ours, job = (
-        (argv[: argv.index("--")], argv[argv.index("--") + 1 :])
-        if "--" in argv
-        else (
-            argv,
-            [],
-        )
-    )
+    split = argv.index("--") if "--" in argv else len(argv)
+    ours, job = argv[:split], argv[split + 1 :]
     args = parser.parse_args(ours)
     options = parse_options([*job, "--output-dir", args.work_dir])
     os.makedirs(args.work_dir, exist_ok=True)

@@ -291,14 +291,22 @@ def _finetune(options: MainJobOptions, from_scratch: bool) -> dict:
     return {"runs": runs}
 
 
-def sample_tsv(source: str, destination: str, count: int, seed: int) -> None:
+def sample_tsv(source: str, destination: str, count: int, seed: int) -> tuple[str, list[str]]:
     """A seeded sample of `count` data rows of a TSV with a header, header kept (all the rows,
-    shuffled, when the file holds no more than `count`)."""
+    shuffled, when the file holds no more than `count`); returns the header and the rows."""
     with open(source, encoding="utf-8") as f:
         header, *rows = f.readlines()
     rows = random.Random(seed).sample(rows, min(count, len(rows)))
-    with open(destination, "w", encoding="utf-8") as f:
-        f.writelines([header, *rows])
+    write_tsv(destination, header, rows)
+    return header, rows
+
+
+def write_tsv(path: str, header: str, rows: list[str]) -> str:
+    """`header` and `rows` (lines with their newlines) to `path`, written whole or not at all."""
+    from keras_albert.text.files import write_text_atomically
+
+    write_text_atomically(path, "".join([header, *rows]))
+    return path
 
 
 def _export(options: MainJobOptions) -> dict:
@@ -363,20 +371,30 @@ def _summary(options: MainJobOptions, results: dict, seconds: float) -> dict:
         "total_seconds_this_run": round(seconds, 1),
         "curves": plot_curves(options),
     }
-    with open(options.path("summary.json"), "w", encoding="utf-8") as f:
-        json.dump(summary, f, indent=2)
+    from keras_albert.text.files import write_text_atomically
+
+    write_text_atomically(options.path("summary.json"), json.dumps(summary, indent=2))
     print("\n== keras_albert main job: summary")
     print(summary_text(summary))
     return summary
 
 
 def _gain(pretrained: list[dict], from_scratch: list[dict], metric: str) -> dict | None:
-    """Pretrained minus from scratch, seed by seed: each, their mean, their range."""
+    """`seed_gains` of `metric` in each run's results (None where a run lacks it)."""
     pairs = list(zip(pretrained, from_scratch, strict=True))
     if not pairs or any(metric not in p or metric not in s for p, s in pairs):
         return None
-    gains = [p[metric] - s[metric] for p, s in pairs]
-    return {"per_seed": gains, "mean": statistics.fmean(gains), "range": [min(gains), max(gains)]}
+    return seed_gains([p[metric] for p, _ in pairs], [s[metric] for _, s in pairs])
+
+
+def seed_gains(pretrained: list[float], from_scratch: list[float]) -> dict:
+    """Pretrained minus from scratch, seed by seed: each, their mean, their range."""
+    gains = [p - s for p, s in zip(pretrained, from_scratch, strict=True)]
+    return {"per_seed": gains, **mean_and_range(gains)}
+
+
+def mean_and_range(values: list[float]) -> dict:
+    return {"mean": statistics.fmean(values), "range": [min(values), max(values)]}
 
 
 def _mean_and_range(runs: list[dict], metric: str) -> str:
