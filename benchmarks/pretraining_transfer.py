@@ -7,7 +7,7 @@ miniature. Run by hand (not a test):
     python benchmarks/pretraining_transfer.py --work-dir runs/transfer --stages all
 
 Every flag of `tools/main.py` (the main job's `MainJobOptions`) after `--` sets the job
-this benchmark runs, e.g. `-- --pair-task nsp --pretrain-train-steps 2400`; `--work-dir` is its
+this benchmark runs, e.g. `-- --pair-task nsp --pretrain-train-steps 3000`; `--work-dir` is its
 `--output-dir`. Stages (each skips what is already written under `--work-dir`):
 
 - `pretrain`: the main job's own steps (`run_steps`: corpus → tokenizer → records →

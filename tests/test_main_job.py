@@ -259,6 +259,13 @@ def test_flags_reach_the_options_and_override_the_quick_variant():
     assert tool.parse_options(["--finetune-seeds", "3,1"]).finetune_seeds == (3, 1)
 
 
+def test_masking_options_reach_the_records_and_the_dynamic_masks_alike():
+    from main_job.steps import pretraining_data_config, pretraining_options
+
+    options = MainJobOptions(max_ngram=2, masked_lm_prob=0.2)
+    for made in (pretraining_data_config(options, "train"), pretraining_options(options)):
+        assert (made.max_ngram, made.masked_lm_prob) == (2, 0.2)
+
 def test_the_data_defaults_are_the_files_that_ship_in_data():
     options = MainJobOptions()
     assert pathlib.Path(options.corpus_dir) == REPO_ROOT / "data" / "corpus" / "janeaustenr"
