@@ -266,6 +266,7 @@ def test_masking_options_reach_the_records_and_the_dynamic_masks_alike():
     for made in (pretraining_data_config(options, "train"), pretraining_options(options)):
         assert (made.max_ngram, made.masked_lm_prob) == (2, 0.2)
 
+
 def test_the_data_defaults_are_the_files_that_ship_in_data():
     options = MainJobOptions()
     assert pathlib.Path(options.corpus_dir) == REPO_ROOT / "data" / "corpus" / "janeaustenr"
