@@ -45,6 +45,7 @@ sys.path.insert(0, os.path.join(REPOSITORY, "tools"))
 
 from main import parse_options  # noqa: E402 (tools/main.py: the job's flags)
 from main_job import MainJobOptions, pretraining_options, run_steps  # noqa: E402
+from main_job.curves import pyplot, save_png  # noqa: E402
 from main_job.steps import (  # noqa: E402
     mean_and_range,
     pretraining_data_config,
@@ -121,26 +122,9 @@ def table_stage(args, options: MainJobOptions) -> dict:
     return table
 
 
-def _pyplot():
-    """matplotlib's pyplot on the file-only backend (no display on the machines it runs on)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _save(figure, path: str) -> None:
-    """The PNG under a temporary name, then renamed: never a half-written plot."""
-    figure.tight_layout()
-    figure.savefig(f"{path}.incomplete.png")
-    os.replace(f"{path}.incomplete.png", path)
-
-
 def _plot_table(rows: dict, paper: dict, path: str) -> None:
     """Bars per (trained on, evaluated on) cell: ours beside the paper's."""
-    plt = _pyplot()
+    plt = pyplot()
     cells = [(name, task) for name in rows for task in ("nsp", "sop")]
     labels = [f"{name.split('_')[0].upper()}-trained\non {task.upper()}" for name, task in cells]
     figure, axis = plt.subplots(figsize=(6, 4))
@@ -157,7 +141,7 @@ def _plot_table(rows: dict, paper: dict, path: str) -> None:
     axis.set_ylabel("held-out accuracy")
     axis.set_ylim(0.4, 1.0)
     axis.legend()
-    _save(figure, path)
+    save_png(figure, path)
 
 
 def probe_stage(args, options: MainJobOptions) -> dict:
@@ -349,7 +333,7 @@ def finetune_stage(args, options: MainJobOptions) -> dict:
 
 
 def _plot(results: dict, path: str, task: str) -> None:
-    plt = _pyplot()
+    plt = pyplot()
     figure, axis = plt.subplots(figsize=(6, 4))
     for offset, side in ((-0.15, "pretrained"), (0.15, "scratch")):
         for i, regime in enumerate(results):
@@ -367,7 +351,7 @@ def _plot(results: dict, path: str, task: str) -> None:
     axis.set_xticks(range(len(results)), list(results))
     axis.set_ylabel(f"{task} dev score")
     axis.legend()
-    _save(figure, path)
+    save_png(figure, path)
 
 
 def main(argv=None) -> None:

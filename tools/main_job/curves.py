@@ -7,6 +7,26 @@ import os
 from main_job.options import MainJobOptions
 
 
+def pyplot():
+    """matplotlib's pyplot on the file-only backend (no display on the machines it runs on)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_png(figure, path: str) -> str:
+    """`figure` laid out and written to `path` under a temporary name, then renamed (never a
+    half-written plot), then closed; returns `path`."""
+    figure.tight_layout()
+    figure.savefig(f"{path}.incomplete.png", dpi=100)
+    pyplot().close(figure)
+    os.replace(f"{path}.incomplete.png", path)
+    return path
+
+
 def _read_history(path: str) -> list[dict]:
     if not os.path.exists(path):
         return []
@@ -32,11 +52,7 @@ def plot_curves(options: MainJobOptions, reference_lines: tuple = ()) -> str:
 
     `reference_lines`: `(value, label)` pairs drawn across the pretraining accuracy panel.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     pretraining = _read_history(options.path("pretraining", "model", "history.csv"))
     finetuning = {
         "from pretraining": _finetuning_history(options.finetuning_dir(from_scratch=False)),
@@ -89,9 +105,4 @@ def plot_curves(options: MainJobOptions, reference_lines: tuple = ()) -> str:
             axis.legend(fontsize=7)
         else:  # the step has not run (yet)
             axis.text(0.5, 0.5, "not run", ha="center", va="center", transform=axis.transAxes)
-    figure.tight_layout()
-    path = options.path("curves.png")
-    figure.savefig(f"{path}.incomplete.png", dpi=100)  # renamed once whole
-    plt.close(figure)
-    os.replace(f"{path}.incomplete.png", path)
-    return path
+    return save_png(figure, options.path("curves.png"))
