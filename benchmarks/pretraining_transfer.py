@@ -44,9 +44,10 @@ REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPOSITORY, "tools"))
 
 from main import parse_options  # noqa: E402 (tools/main.py: the job's flags)
-from main_job import MainJobOptions, pretraining_options, run_steps  # noqa: E402
+from main_job import MainJobOptions, run_steps  # noqa: E402
 from main_job.curves import pyplot, save_png  # noqa: E402
 from main_job.steps import (  # noqa: E402
+    finetuning_options,
     mean_and_range,
     pretraining_data_config,
     read_result,
@@ -241,38 +242,29 @@ def _finetune_score(
 ) -> float:
     import keras
 
-    from keras_albert.training.finetuning import FinetuningOptions, finetune
+    from keras_albert.training.finetuning import finetune
 
     result_path = os.path.join(output_dir, "score.json")
     if _done(result_path):
         with open(result_path, encoding="utf-8") as f:
             return json.load(f)["score"]
-    source = (
-        dict(init_checkpoint=options.path("pretraining", "model"))
-        if side == "pretrained"
-        else dict(config=pretraining_options(options).config)
-    )
     steps = max(
         args.finetune_min_steps, args.finetune_epochs * num_rows // options.finetune_batch_size
     )
     steps = min(steps, options.finetune_train_steps)
     summary = finetune(
-        FinetuningOptions(
+        finetuning_options(
+            options,
+            side == "scratch",
             task=args.task,
             train_data=train_file,
             eval_data=eval_file,
             output_dir=output_dir,
-            sentencepiece_model=tokenizer_path(options),
-            sequence_length=options.finetune_sequence_length,
             learning_rate=lr,
-            batch_size=options.finetune_batch_size,
             train_steps=steps,
-            warmup_steps=max(steps // 10, 1),
-            jit_compile=options.jit_compile,
             epochs=1,  # one evaluation, at the end: no checkpoint is chosen on the eval set
             seed=seed,
             verbose=0,
-            **source,
         )
     )
     keras.backend.clear_session()

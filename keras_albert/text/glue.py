@@ -38,7 +38,7 @@ from keras_albert.text.glue_tasks import (  # noqa: F401
     generic_task,
     get_task,
 )
-from keras_albert.text.pipeline import example_batches, served_from_memory
+from keras_albert.text.pipeline import example_batches, served_from_memory, trim_padding
 
 
 class DataFormatError(ValueError):
@@ -242,6 +242,8 @@ def make_dataset(
     seed: int | None = None,
     input_context: tf.distribute.InputContext | None = None,
     in_memory: bool = False,
+    pad_to_multiple_of: int | None = None,
+    group_by_length: bool = False,
 ) -> tf.data.Dataset:
     """Batches of `({"token_ids", "segment_ids", "padding_mask"}, label)` from `examples`.
 
@@ -253,13 +255,22 @@ def make_dataset(
 
     `in_memory=True` (evaluation only) runs the pipeline once and serves the packed tensors
     from memory (`keras_albert.text.pipeline.served_from_memory`).
+
+    `pad_to_multiple_of` (None: every batch is `sequence_length` long, static shapes as TPUs
+    need): each batch is cut to its longest example rounded up to a multiple of it
+    (`keras_albert.text.pipeline.trim_padding`; exact). `group_by_length` (training) batches
+    examples of similar token counts together (`example_batches(lengths=...)`), so that
+    dynamic padding pads little.
     """
     if in_memory and training:
         raise ValueError("`in_memory` is for evaluation datasets; a training one repeats")
     texts = tuple(tf.constant(values, dtype=tf.string) for values in examples.texts)
     features = texts if examples.labels is None else (texts, examples.labels)
+    lengths = None
+    if group_by_length:
+        lengths = sum(tokenizer(segment).row_lengths() for segment in texts)
     dataset = example_batches(
-        features, len(examples), batch_size, training, seed, input_context=input_context
+        features, len(examples), batch_size, training, seed, input_context, lengths=lengths
     )
     packer = tokenizer.packer(sequence_length)
 
@@ -284,4 +295,6 @@ def make_dataset(
         )
     if in_memory:
         dataset = served_from_memory(dataset, batch_size)
+    if pad_to_multiple_of is not None:
+        dataset = trim_padding(dataset, pad_to_multiple_of)
     return dataset.prefetch(tf.data.AUTOTUNE)

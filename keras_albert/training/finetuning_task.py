@@ -47,6 +47,8 @@ class FinetuningTask(abc.ABC):
     """
 
     default_sequence_length: int = 512
+    # Whether `options.pad_to_multiple_of` (dynamic padding) applies to the task's batches.
+    dynamic_padding: bool = False
 
     def __init__(self, options: FinetuningOptions, tokenizer):
         self.options = options

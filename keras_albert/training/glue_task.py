@@ -27,6 +27,7 @@ class GlueTask(FinetuningTask):
     """A GLUE task by name (SST-2, MRPC, STS-B, CoLA, RTE, QQP, MNLI, QNLI) or "generic"."""
 
     default_sequence_length = ORIGINAL_SEQUENCE_LENGTH
+    dynamic_padding = True
 
     def __init__(self, options, tokenizer):
         super().__init__(options, tokenizer)
@@ -66,10 +67,23 @@ class GlueTask(FinetuningTask):
         return Objective(self.loss, metrics=metrics)
 
     def _dataset(self, examples, batch_size, **kwargs):
-        return make_dataset(examples, self.tokenizer, self.sequence_length, batch_size, **kwargs)
+        return make_dataset(
+            examples,
+            self.tokenizer,
+            self.sequence_length,
+            batch_size,
+            pad_to_multiple_of=self.options.pad_to_multiple_of,
+            **kwargs,
+        )
 
     def train_dataset(self, batch_size, seed):
-        return self._dataset(self.train, batch_size, training=True, seed=seed)
+        return self._dataset(
+            self.train,
+            batch_size,
+            training=True,
+            seed=seed,
+            group_by_length=self.options.group_by_length,
+        )
 
     def evaluate(self, model, batch_size, output_dir=None):
         if self._eval_dataset is None:

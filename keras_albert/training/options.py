@@ -235,6 +235,13 @@ class FinetuningOptions:
         elastic_depths: also train the shared block at these shallower depths (e.g. 6,3),
             so that the model can be served with `--num-layers` any of them
             (`keras_albert.training.elastic_depth`); the loss is the mean over all depths.
+        pad_to_multiple_of: dynamic padding (GLUE-style tasks): each batch is cut to its
+            longest example rounded up to a multiple of this, instead of padded to
+            `sequence_length` (exact: padding is masked; short texts then train and evaluate
+            faster). None: static shapes, as TPUs need.
+        group_by_length: with `pad_to_multiple_of`: training batches of examples of similar
+            length (windows of 50 shuffled batches sorted by token count, then served in a
+            shuffled order), so that dynamic padding pads little.
     """
 
     task: str
@@ -277,6 +284,8 @@ class FinetuningOptions:
     elastic_depths: tuple[int, ...] | None = dataclasses.field(
         default=None, metadata={"parse": parse_depths}
     )
+    pad_to_multiple_of: int | None = None
+    group_by_length: bool = False
 
     def __post_init__(self):
         require_exactly_one(
@@ -307,6 +316,19 @@ class FinetuningOptions:
             task_class(self.task)  # fails early on an unknown name
         require_one_of("jit_compile", self.jit_compile, (True, False, "auto"))
         require_one_of("verbose", self.verbose, (0, 1, 2))
+        require_int("pad_to_multiple_of", self.pad_to_multiple_of, 1, optional=True)
+        if self.pad_to_multiple_of is not None and not task_class(self.task).dynamic_padding:
+            raise ValueError(
+                "`pad_to_multiple_of` must be None for the task "
+                f"{self.task!r}: dynamic padding is for GLUE-style tasks. "
+                f"Received: pad_to_multiple_of={self.pad_to_multiple_of}"
+            )
+        if self.group_by_length and self.pad_to_multiple_of is None:
+            raise ValueError(
+                "`group_by_length` must come with `pad_to_multiple_of` (grouping saves time "
+                "only when each batch is cut to its own length). Received: "
+                "group_by_length=True, pad_to_multiple_of=None"
+            )
 
     def task_spec(self) -> TaskSpec:
         """The GLUE-style task (a GLUE name or "generic")."""

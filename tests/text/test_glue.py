@@ -276,3 +276,90 @@ def test_training_dataset_repeats_shuffles_and_drops_the_remainder(albert_tokeni
     unlabeled = glue.read_examples(os.path.join(GLUE_DATA, "sst2_dev.tsv"), "SST-2", labeled=False)
     (x,) = list(glue.make_dataset(unlabeled, albert_tokenizer, 16, 8).as_numpy_iterator())
     assert set(x) == {"token_ids", "segment_ids", "padding_mask"}
+
+
+@pytest.mark.parametrize("training", [False, True])
+def test_dynamic_padding_cuts_each_batch_to_its_longest_example(albert_tokenizer, training):
+    # Dynamic padding drops only padding: the kept columns are the full batch's, every dropped
+    # column is padding, and the length is the longest example rounded up to the multiple.
+    examples = glue.read_examples(os.path.join(GLUE_DATA, "mrpc_dev.tsv"), "MRPC")
+    sequence_length, multiple = 96, 8
+    common = dict(batch_size=3, training=training, seed=0)
+    full = glue.make_dataset(examples, albert_tokenizer, sequence_length, **common).take(4)
+    cut = glue.make_dataset(
+        examples, albert_tokenizer, sequence_length, pad_to_multiple_of=multiple, **common
+    ).take(4)
+    lengths = []
+    for (x, y), (xc, yc) in zip(full.as_numpy_iterator(), cut.as_numpy_iterator(), strict=True):
+        np.testing.assert_array_equal(y, yc)
+        longest = x["padding_mask"].sum(axis=1).max()
+        length = xc["token_ids"].shape[1]
+        assert length == min(-(-longest // multiple) * multiple, sequence_length)
+        for name in ("token_ids", "segment_ids", "padding_mask"):
+            np.testing.assert_array_equal(xc[name], x[name][:, :length])
+        assert not x["padding_mask"][:, length:].any()
+        lengths.append(length)
+    assert len(set(lengths)) > 1 and max(lengths) < sequence_length  # batches really differ
+
+
+def test_dynamic_padding_keeps_the_classifier_outputs(albert_tokenizer):
+    # Exact, not approximate: attention masks the padding, so the logits of a cut batch are
+    # the full batch's.
+    from keras_albert import AlbertClassifier
+    from tests.helpers import tiny_backbone
+
+    examples = glue.read_examples(os.path.join(GLUE_DATA, "sst2_dev.tsv"), "SST-2")
+    vocabulary = albert_tokenizer.vocabulary_size
+    model = AlbertClassifier(tiny_backbone(vocabulary_size=vocabulary, max_sequence_length=64), 2)
+    full = glue.make_dataset(examples, albert_tokenizer, 64, batch_size=4)
+    cut = glue.make_dataset(examples, albert_tokenizer, 64, batch_size=4, pad_to_multiple_of=4)
+    for (x, _), (xc, _) in zip(full, cut, strict=True):
+        assert xc["token_ids"].shape[1] < 64
+        np.testing.assert_allclose(model(xc), model(x), atol=1e-5, rtol=1e-5)
+
+
+def test_dynamic_padding_rejects_a_bad_multiple(albert_tokenizer):
+    examples = glue.read_examples(os.path.join(GLUE_DATA, "sst2_dev.tsv"), "SST-2")
+    with pytest.raises(ValueError, match="`pad_to_multiple_of` must be .*pad_to_multiple_of=0"):
+        glue.make_dataset(examples, albert_tokenizer, 16, 4, pad_to_multiple_of=0)
+
+
+def test_grouping_by_length_batches_similar_lengths_and_sees_every_row(albert_tokenizer):
+    # 300 rows of 1 to 30 words, batches of 2: a grouping window is 100 rows. Grouped batches
+    # hold rows of nearly one length (random ones do not), every row keeps its label, every
+    # row comes round, and the same seed gives the same batches.
+    from keras_albert.text.pipeline import LENGTH_WINDOW
+
+    rng = np.random.default_rng(0)
+    words = rng.integers(1, 31, size=300)
+    texts = [" ".join(["movie"] * int(n) + [f"n{i}"]) for i, n in enumerate(words)]
+    examples = glue.Examples(
+        "synthetic", glue.get_task("SST-2"), (texts,), (words % 2).astype(np.int32),
+        [str(i) for i in range(300)], list(range(300)),
+    )  # fmt: skip
+    num_batches = 3 * 300 // 2 + LENGTH_WINDOW  # three passes and the shuffle buffer's slack
+
+    def batches(group, seed=0):
+        dataset = glue.make_dataset(
+            examples, albert_tokenizer, 48, 2, training=True, seed=seed, group_by_length=group
+        )
+        return list(dataset.take(num_batches).as_numpy_iterator())
+
+    def spread(batch_list):  # mean difference of token counts within a batch
+        return np.mean([np.ptp(x["padding_mask"].sum(axis=1)) for x, _ in batch_list])
+
+    grouped, plain = batches(True), batches(False)
+    assert spread(grouped) < 0.25 * spread(plain)
+    seen = {}
+    for x, y in grouped:
+        for ids, label in zip(x["token_ids"], y, strict=True):
+            text = albert_tokenizer.decode([i for i in ids.tolist() if i > 3])
+            index = int(text.split()[-1][1:])  # the row's own word, n<index>
+            seen[index] = seen.get(index, 0) + 1
+            assert label == words[index] % 2
+    assert set(seen) == set(range(300)) and min(seen.values()) >= 2
+    assert [x["token_ids"].tolist() for x, _ in batches(True)] == [
+        x["token_ids"].tolist() for x, _ in grouped
+    ]
+    with pytest.raises(ValueError, match="`lengths`"):
+        glue.make_dataset(examples, albert_tokenizer, 48, 2, group_by_length=True)

@@ -37,6 +37,13 @@ def test_options_are_checked():
         FinetuningOptions("generic", "t", "e", "o", preset="albert_base_v2")
     with pytest.raises(ValueError, match="`batch_size` must be a positive int"):
         FinetuningOptions("RTE", "t", "e", "o", preset="albert_base_v2", batch_size=0)
+    base = dict(train_data="t", eval_data="e", output_dir="o", preset="albert_base_v2")
+    with pytest.raises(ValueError, match="`pad_to_multiple_of` must be None for the task 'squad"):
+        FinetuningOptions("squad_v1", pad_to_multiple_of=16, **base)
+    with pytest.raises(ValueError, match="`pad_to_multiple_of` must be .*pad_to_multiple_of=0"):
+        FinetuningOptions("SST-2", pad_to_multiple_of=0, **base)
+    with pytest.raises(ValueError, match="`group_by_length` must come with `pad_to_multiple_of`"):
+        FinetuningOptions("SST-2", group_by_length=True, **base)
 
 
 # ----------------------------------------------------------------------------------------------

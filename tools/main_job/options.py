@@ -98,6 +98,11 @@ class MainJobOptions:
         finetune_train_steps: optimizer steps of the SST-2 fine-tuning run.
         finetune_batch_size: fine-tuning batch size.
         finetune_learning_rate: fine-tuning peak learning rate.
+        finetune_pad_to_multiple_of: dynamic padding of the SST-2 batches (each cut to its
+            longest sentence rounded up to a multiple of this; exact; None: all
+            `finetune_sequence_length` long).
+        finetune_group_by_length: SST-2 training batches of sentences of similar length
+            (with dynamic padding, about 2x the steps per second on SST-2, measured).
         finetune_from_scratch_learning_rate: the from-scratch run's peak learning rate (None:
             `finetune_learning_rate`); both runs otherwise share every setting.
         finetune_evaluations: dev-set evaluations over each fine-tuning run (its curve's points).
@@ -147,6 +152,8 @@ class MainJobOptions:
     finetune_batch_size: int = 32
     finetune_learning_rate: float = 3e-4
     finetune_from_scratch_learning_rate: float | None = None
+    finetune_pad_to_multiple_of: int | None = 16
+    finetune_group_by_length: bool = True
     finetune_evaluations: int = 5
     finetune_seeds: tuple = dataclasses.field(
         default=(0, 1, 2), metadata={"parse": parse_seeds, "metavar": "SEED,..."}

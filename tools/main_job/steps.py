@@ -252,7 +252,7 @@ def _finetune(options: MainJobOptions, from_scratch: bool) -> dict:
     """SST-2 from the pretraining checkpoint, or the same architecture from random weights:
     one run per seed of `finetune_seeds` (the seed of the head's or the whole model's
     initial weights and of the batch order; the training sample is the same)."""
-    from keras_albert.training.finetuning import FinetuningOptions, finetune
+    from keras_albert.training.finetuning import finetune
 
     train_file = options.path("finetuning", "sst2_train_sample.tsv")
     os.makedirs(os.path.dirname(train_file), exist_ok=True)
@@ -260,37 +260,52 @@ def _finetune(options: MainJobOptions, from_scratch: bool) -> dict:
     learning_rate = options.finetune_learning_rate
     if from_scratch and options.finetune_from_scratch_learning_rate is not None:
         learning_rate = options.finetune_from_scratch_learning_rate
-    start = (
-        {"config": pretraining_options(options).config}
-        if from_scratch
-        else {"init_checkpoint": options.path("pretraining", "model")}
-    )
     runs = []
     for seed in options.finetune_seeds:
         output_dir = options.finetuning_dir(from_scratch, seed)
         if options.force:
             shutil.rmtree(output_dir, ignore_errors=True)
         summary = finetune(
-            FinetuningOptions(
-                task="SST-2",
+            finetuning_options(
+                options,
+                from_scratch,
                 train_data=train_file,
                 eval_data=options.finetune_eval_data,
                 output_dir=output_dir,
-                sentencepiece_model=tokenizer_path(options),
-                sequence_length=options.finetune_sequence_length,
                 learning_rate=learning_rate,
-                batch_size=options.finetune_batch_size,
                 train_steps=options.finetune_train_steps,
-                warmup_steps=max(options.finetune_train_steps // 10, 1),
                 epochs=options.finetune_evaluations,
-                jit_compile=options.jit_compile,
                 seed=seed,
                 verbose=2,
-                **start,
             )
         )
         runs.append({"seed": seed, "output_dir": output_dir, "summary": summary})
     return {"runs": runs}
+
+
+def finetuning_options(options: MainJobOptions, from_scratch: bool, *, task="SST-2", **run):
+    """The job's fine-tuning options (its tokenizer, lengths, batch, dynamic padding, XLA)
+    for one run: from the pretraining checkpoint, or the same architecture from scratch.
+    `run`: the run's own `FinetuningOptions` fields (data, output, rate, steps, seed, ...)."""
+    from keras_albert.training.finetuning import FinetuningOptions
+
+    start = (
+        {"config": pretraining_options(options).config}
+        if from_scratch
+        else {"init_checkpoint": options.path("pretraining", "model")}
+    )
+    run.setdefault("warmup_steps", max(run["train_steps"] // 10, 1))
+    return FinetuningOptions(
+        task=task,
+        sentencepiece_model=tokenizer_path(options),
+        sequence_length=options.finetune_sequence_length,
+        batch_size=options.finetune_batch_size,
+        pad_to_multiple_of=options.finetune_pad_to_multiple_of,
+        group_by_length=options.finetune_group_by_length,
+        jit_compile=options.jit_compile,
+        **start,
+        **run,
+    )
 
 
 def sample_tsv(source: str, destination: str, count: int, seed: int) -> tuple[str, list[str]]:
