@@ -374,7 +374,9 @@ def main(argv=None) -> None:
         default=[1000, 20000],
         help="training rows sampled per regime (more than the file holds: all of it, shuffled)",
     )
-    parser.add_argument("--sides", nargs="+", default=["pretrained", "scratch"])
+    parser.add_argument(
+        "--sides", nargs="+", default=["pretrained", "scratch"], choices=["pretrained", "scratch"]
+    )
     parser.add_argument("--learning-rates", type=float, nargs="+", default=[1e-4, 3e-4, 1e-3])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument(

@@ -182,6 +182,17 @@ def parse_bool_or_auto(text: str):
     return choices[text.lower()]
 
 
+def parse_int_or_none(text: str):
+    """`none` (any case) → None, else an int: e.g. `pad_to_multiple_of`."""
+    if text.lower() == "none":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        message = f"expected an integer or none. Received: {text!r}"
+        raise argparse.ArgumentTypeError(message) from None
+
+
 # ------------------------------------------------------------------------------------------
 # Running a tool: quiet start-up, one-line errors.
 

@@ -26,10 +26,11 @@ def example_batches(
     `ragged=True` batches ragged rows (`ragged_batch`).
 
     `lengths` (training only; one number per row, e.g. its token count) groups rows of similar
-    length: each window of `LENGTH_WINDOW` batches' worth of shuffled rows is sorted by length
-    and cut into batches, which are served in a shuffled order. Every row is still seen once
-    per pass over the data, but a batch's rows differ little in length, so that with dynamic
-    padding (`trim_padding`) a short-text task pads little.
+    length: each window of `LENGTH_WINDOW` batches' worth of shuffled rows (at most one pass:
+    fewer batches for a small set, so that a window does not hold a row twice) is sorted by
+    length and cut into batches, which are served in a shuffled order. The rows come round as
+    often as without grouping, but a batch's rows differ little in length, so that with
+    dynamic padding (`trim_padding`) a short-text task pads little.
     """
     require_int("batch_size", batch_size, minimum=1)
     if lengths is not None and (not training or ragged):
@@ -46,7 +47,8 @@ def example_batches(
     if ragged:
         return dataset.ragged_batch(batch_size, drop_remainder=training)
     if lengths is not None:
-        return _grouped_by_length(dataset, batch_size, seed)
+        window = max(1, min(LENGTH_WINDOW, num_examples // batch_size))
+        return _grouped_by_length(dataset, batch_size, window, seed)
     return dataset.batch(batch_size, drop_remainder=training)
 
 
@@ -56,19 +58,21 @@ def example_batches(
 LENGTH_WINDOW = 50
 
 
-def _grouped_by_length(dataset: tf.data.Dataset, batch_size: int, seed) -> tf.data.Dataset:
+def _grouped_by_length(
+    dataset: tf.data.Dataset, batch_size: int, window: int, seed
+) -> tf.data.Dataset:
     def sort_and_split(columns, lengths):
         order = tf.argsort(lengths, stable=True)
         return tf.nest.map_structure(
             lambda column: tf.reshape(
-                tf.gather(column, order), [LENGTH_WINDOW, batch_size, *column.shape[1:]]
+                tf.gather(column, order), [window, batch_size, *column.shape[1:]]
             ),
             columns,
         )
 
-    windows = dataset.batch(batch_size * LENGTH_WINDOW, drop_remainder=True)
+    windows = dataset.batch(batch_size * window, drop_remainder=True)
     batches = windows.map(sort_and_split).unbatch()
-    return batches.shuffle(LENGTH_WINDOW, seed=seed)
+    return batches.shuffle(window, seed=seed)
 
 
 def served_from_memory(dataset: tf.data.Dataset, batch_size: int) -> tf.data.Dataset:
@@ -89,9 +93,11 @@ def trim_padding(dataset: tf.data.Dataset, pad_to_multiple_of: int) -> tf.data.D
     multiple of `pad_to_multiple_of` (never past the packed length).
 
     Exact: the dropped positions are padding, which attention masks out, so the model's
-    outputs at the kept positions are those of the full-length batch. A short-text task then
-    costs the length of its text, not of `sequence_length`; the lengths a compiled step sees
-    are at most `sequence_length / pad_to_multiple_of` (one XLA compilation each).
+    outputs at the kept positions are those of the full-length batch (with dropout inside the
+    encoder, its masks are drawn for the cut shape: the same in distribution, not bit for bit).
+    A short-text task then costs the length of its text, not of `sequence_length`; a compiled
+    step sees at most `ceil(sequence_length / pad_to_multiple_of)` lengths (one XLA
+    compilation each).
     """
     require_int("pad_to_multiple_of", pad_to_multiple_of, minimum=1)
 

@@ -84,6 +84,11 @@ def finetune(options: FinetuningOptions) -> dict:
         options.strategy, **({"tpu_address": options.tpu_address} if options.tpu_address else {})
     )
     chief = is_chief(strategy)
+    if options.pad_to_multiple_of is not None and isinstance(strategy, tf.distribute.TPUStrategy):
+        raise ValueError(
+            "`pad_to_multiple_of` must be None on TPUs (they compile one static shape). "
+            f"Received: pad_to_multiple_of={options.pad_to_multiple_of}"
+        )
     # Seed before any tokenizer: seeding clears TensorFlow's kernel cache, which drops the
     # SentencePiece resource of a tokenizer made earlier ("SentencepieceOp ... does not exist").
     keras.utils.set_random_seed(options.seed)

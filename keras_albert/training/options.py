@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from keras_albert.cli import parse_bool_or_auto
+from keras_albert.cli import parse_bool_or_auto, parse_int_or_none
 from keras_albert.models.question_answerer import ANSWERABILITY
 from keras_albert.text.glue import TaskSpec, generic_task, get_task
 from keras_albert.training.elastic_depth import parse_depths
@@ -238,7 +238,7 @@ class FinetuningOptions:
         pad_to_multiple_of: dynamic padding (GLUE-style tasks): each batch is cut to its
             longest example rounded up to a multiple of this, instead of padded to
             `sequence_length` (exact: padding is masked; short texts then train and evaluate
-            faster). None: static shapes, as TPUs need.
+            faster). None: static shapes; TPUs need them (the "tpu" strategy rejects it).
         group_by_length: with `pad_to_multiple_of`: training batches of examples of similar
             length (windows of 50 shuffled batches sorted by token count, then served in a
             shuffled order), so that dynamic padding pads little.
@@ -284,7 +284,9 @@ class FinetuningOptions:
     elastic_depths: tuple[int, ...] | None = dataclasses.field(
         default=None, metadata={"parse": parse_depths}
     )
-    pad_to_multiple_of: int | None = None
+    pad_to_multiple_of: int | None = dataclasses.field(
+        default=None, metadata={"parse": parse_int_or_none}
+    )
     group_by_length: bool = False
 
     def __post_init__(self):
@@ -323,6 +325,7 @@ class FinetuningOptions:
                 f"{self.task!r}: dynamic padding is for GLUE-style tasks. "
                 f"Received: pad_to_multiple_of={self.pad_to_multiple_of}"
             )
+        require_one_of("group_by_length", self.group_by_length, (True, False))
         if self.group_by_length and self.pad_to_multiple_of is None:
             raise ValueError(
                 "`group_by_length` must come with `pad_to_multiple_of` (grouping saves time "

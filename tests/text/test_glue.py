@@ -278,12 +278,15 @@ def test_training_dataset_repeats_shuffles_and_drops_the_remainder(albert_tokeni
     assert set(x) == {"token_ids", "segment_ids", "padding_mask"}
 
 
-@pytest.mark.parametrize("training", [False, True])
-def test_dynamic_padding_cuts_each_batch_to_its_longest_example(albert_tokenizer, training):
+@pytest.mark.parametrize("training, multiple", [(False, 8), (True, 8), (False, 1)])
+def test_dynamic_padding_cuts_each_batch_to_its_longest_example(
+    albert_tokenizer, training, multiple
+):
     # Dynamic padding drops only padding: the kept columns are the full batch's, every dropped
-    # column is padding, and the length is the longest example rounded up to the multiple.
+    # column is padding, and the length is the longest example rounded up to the multiple
+    # (with a multiple of 1, the last kept column holds a real token).
     examples = glue.read_examples(os.path.join(GLUE_DATA, "mrpc_dev.tsv"), "MRPC")
-    sequence_length, multiple = 96, 8
+    sequence_length = 96
     common = dict(batch_size=3, training=training, seed=0)
     full = glue.make_dataset(examples, albert_tokenizer, sequence_length, **common).take(4)
     cut = glue.make_dataset(
@@ -298,6 +301,8 @@ def test_dynamic_padding_cuts_each_batch_to_its_longest_example(albert_tokenizer
         for name in ("token_ids", "segment_ids", "padding_mask"):
             np.testing.assert_array_equal(xc[name], x[name][:, :length])
         assert not x["padding_mask"][:, length:].any()
+        if multiple == 1:
+            assert xc["padding_mask"][:, -1].any()
         lengths.append(length)
     assert len(set(lengths)) > 1 and max(lengths) < sequence_length  # batches really differ
 
@@ -363,3 +368,26 @@ def test_grouping_by_length_batches_similar_lengths_and_sees_every_row(albert_to
     ]
     with pytest.raises(ValueError, match="`lengths`"):
         glue.make_dataset(examples, albert_tokenizer, 48, 2, group_by_length=True)
+
+
+def test_grouping_a_set_smaller_than_one_window_holds_no_row_twice(albert_tokenizer):
+    # 60 rows, batches of 4: the window shrinks to one pass (15 batches), so no batch holds a
+    # row twice (a 50-batch window would hold each row 3 or 4 times, sorted side by side), and
+    # over 10 passes' worth of batches every row comes round about 10 times.
+    texts = [" ".join(["film"] * (1 + i % 9) + [f"n{i}"]) for i in range(60)]
+    examples = glue.Examples(
+        "synthetic", glue.get_task("SST-2"), (texts,), np.zeros(60, np.int32),
+        [str(i) for i in range(60)], list(range(60)),
+    )  # fmt: skip
+    dataset = glue.make_dataset(
+        examples, albert_tokenizer, 16, 4, training=True, seed=3, group_by_length=True
+    )
+    counts = np.zeros(60, int)
+    for x, _ in dataset.take(150).as_numpy_iterator():
+        rows = [
+            int(albert_tokenizer.decode([i for i in ids.tolist() if i > 3]).split()[-1][1:])
+            for ids in x["token_ids"]
+        ]
+        assert len(set(rows)) == 4, rows
+        counts[rows] += 1
+    assert counts.min() >= 7 and counts.max() <= 13, counts

@@ -44,6 +44,8 @@ def test_options_are_checked():
         FinetuningOptions("SST-2", pad_to_multiple_of=0, **base)
     with pytest.raises(ValueError, match="`group_by_length` must come with `pad_to_multiple_of`"):
         FinetuningOptions("SST-2", group_by_length=True, **base)
+    with pytest.raises(ValueError, match="`group_by_length` must be one of"):
+        FinetuningOptions("SST-2", group_by_length="yes", pad_to_multiple_of=8, **base)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ checkout; the library (`keras_albert/`) never refers to repository paths.
 import dataclasses
 import os
 
+from keras_albert.cli import parse_int_or_none
 from keras_albert.config import AlbertConfig
 from keras_albert.validation import require_one_of, require_positive_int
 
@@ -99,8 +100,8 @@ class MainJobOptions:
         finetune_batch_size: fine-tuning batch size.
         finetune_learning_rate: fine-tuning peak learning rate.
         finetune_pad_to_multiple_of: dynamic padding of the SST-2 batches (each cut to its
-            longest sentence rounded up to a multiple of this; exact; None: all
-            `finetune_sequence_length` long).
+            longest sentence rounded up to a multiple of this; exact; None (`none` on the
+            command line): all `finetune_sequence_length` long).
         finetune_group_by_length: SST-2 training batches of sentences of similar length
             (about 1.8x the steps per second of dynamic padding alone; off: with it, the
             from-scratch side gained more than the pretrained one and the full-set gain fell
@@ -154,7 +155,9 @@ class MainJobOptions:
     finetune_batch_size: int = 32
     finetune_learning_rate: float = 3e-4
     finetune_from_scratch_learning_rate: float | None = None
-    finetune_pad_to_multiple_of: int | None = 16
+    finetune_pad_to_multiple_of: int | None = dataclasses.field(
+        default=16, metadata={"parse": parse_int_or_none}
+    )
     finetune_group_by_length: bool = False
     finetune_evaluations: int = 5
     finetune_seeds: tuple = dataclasses.field(
