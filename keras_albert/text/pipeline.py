@@ -27,10 +27,12 @@ def example_batches(
 
     `lengths` (training only; one number per row, e.g. its token count) groups rows of similar
     length: each window of `LENGTH_WINDOW` batches' worth of shuffled rows (at most one pass:
-    fewer batches for a small set, so that a window does not hold a row twice) is sorted by
-    length and cut into batches, which are served in a shuffled order. The rows come round as
-    often as without grouping, but a batch's rows differ little in length, so that with
-    dynamic padding (`trim_padding`) a short-text task pads little.
+    fewer batches for a small set) is sorted by length and cut into batches, which are served
+    in a shuffled order. The rows come round as often as without grouping, but a batch's rows
+    differ little in length, so that with dynamic padding (`trim_padding`) a short-text task
+    pads little. Windows are cut from the repeated stream, so a window that spans the end of
+    one pass and the start of the next can hold a row twice, and sorting puts the two copies
+    side by side (windows are sized from all `num_examples` rows, not one shard's).
     """
     require_int("batch_size", batch_size, minimum=1)
     if lengths is not None and (not training or ragged):

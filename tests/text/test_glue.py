@@ -329,6 +329,12 @@ def test_dynamic_padding_rejects_a_bad_multiple(albert_tokenizer):
         glue.make_dataset(examples, albert_tokenizer, 16, 4, pad_to_multiple_of=0)
 
 
+def _row_index(tokenizer, token_ids) -> int:
+    """The index written as the synthetic row's last word, `n<index>`."""
+    text = tokenizer.decode([i for i in token_ids.tolist() if i > 3])  # specials dropped
+    return int(text.split()[-1][1:])
+
+
 def test_grouping_by_length_batches_similar_lengths_and_sees_every_row(albert_tokenizer):
     # 300 rows of 1 to 30 words, batches of 2: a grouping window is 100 rows. Grouped batches
     # hold rows of nearly one length (random ones do not), every row keeps its label, every
@@ -358,8 +364,7 @@ def test_grouping_by_length_batches_similar_lengths_and_sees_every_row(albert_to
     seen = {}
     for x, y in grouped:
         for ids, label in zip(x["token_ids"], y, strict=True):
-            text = albert_tokenizer.decode([i for i in ids.tolist() if i > 3])
-            index = int(text.split()[-1][1:])  # the row's own word, n<index>
+            index = _row_index(albert_tokenizer, ids)
             seen[index] = seen.get(index, 0) + 1
             assert label == words[index] % 2
     assert set(seen) == set(range(300)) and min(seen.values()) >= 2
@@ -384,10 +389,7 @@ def test_grouping_a_set_smaller_than_one_window_holds_no_row_twice(albert_tokeni
     )
     counts = np.zeros(60, int)
     for x, _ in dataset.take(150).as_numpy_iterator():
-        rows = [
-            int(albert_tokenizer.decode([i for i in ids.tolist() if i > 3]).split()[-1][1:])
-            for ids in x["token_ids"]
-        ]
+        rows = [_row_index(albert_tokenizer, ids) for ids in x["token_ids"]]
         assert len(set(rows)) == 4, rows
         counts[rows] += 1
     assert counts.min() >= 7 and counts.max() <= 13, counts

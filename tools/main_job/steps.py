@@ -294,9 +294,9 @@ def finetuning_options(options: MainJobOptions, from_scratch: bool, *, task="SST
         if from_scratch
         else {"init_checkpoint": options.path("pretraining", "model")}
     )
-    run.setdefault("warmup_steps", max(run["train_steps"] // 10, 1))
     return FinetuningOptions(
         task=task,
+        warmup_steps=max(run["train_steps"] // 10, 1),
         sentencepiece_model=tokenizer_path(options),
         sequence_length=options.finetune_sequence_length,
         batch_size=options.finetune_batch_size,
