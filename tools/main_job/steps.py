@@ -53,7 +53,6 @@ STEPS = (
     "pretraining_data",
     "pretraining",
     "finetuning",
-    "finetuning_from_scratch",
     "export",
     "serving",
 )
@@ -82,8 +81,7 @@ def _steps(options: MainJobOptions, train_files: list[str], held_out_files: list
         ("tokenizer", lambda: _train_tokenizer(options)),
         ("pretraining_data", lambda: _pretraining_data(options)),
         ("pretraining", lambda: _pretrain(options)),
-        ("finetuning", lambda: _finetune(options, from_scratch=False)),
-        ("finetuning_from_scratch", lambda: _finetune(options, from_scratch=True)),
+        ("finetuning", lambda: _finetune(options)),
         ("export", lambda: _export(options)),
         ("serving", lambda: _serve(options)),
     ]
@@ -248,24 +246,29 @@ def pretraining_options(options: MainJobOptions):
     )
 
 
-def _finetune(options: MainJobOptions, from_scratch: bool) -> dict:
-    """SST-2 from the pretraining checkpoint, or the same architecture from random weights:
-    one run per seed of `finetune_seeds` (the seed of the head's or the whole model's
-    initial weights and of the batch order; the training sample is the same)."""
-    from keras_albert.training.finetuning import finetune
+def _finetune(options: MainJobOptions) -> dict:
+    """SST-2 from the pretraining checkpoint and the same architecture from random weights: one
+    run per side and seed of `finetune_seeds` (the seed of the head's or the whole model's
+    initial weights and of the batch order; the training sample is the same), all of them
+    `finetune_processes` at a time (`parallel_runs.finetune_runs`)."""
+    from keras_albert.training.parallel_runs import finetune_runs
+    from keras_albert.training.progress import format_duration
 
     train_file = options.path("finetuning", "sst2_train_sample.tsv")
     os.makedirs(os.path.dirname(train_file), exist_ok=True)
     sample_tsv(options.finetune_train_data, train_file, options.finetune_examples, options.seed)
-    learning_rate = options.finetune_learning_rate
-    if from_scratch and options.finetune_from_scratch_learning_rate is not None:
-        learning_rate = options.finetune_from_scratch_learning_rate
+    sides = {"pretrained": False, "from_scratch": True}
+    keys = [(side, seed) for side in sides for seed in options.finetune_seeds]
     runs = []
-    for seed in options.finetune_seeds:
+    for side, seed in keys:
+        from_scratch = sides[side]
+        learning_rate = options.finetune_learning_rate
+        if from_scratch and options.finetune_from_scratch_learning_rate is not None:
+            learning_rate = options.finetune_from_scratch_learning_rate
         output_dir = options.finetuning_dir(from_scratch, seed)
         if options.force:
             shutil.rmtree(output_dir, ignore_errors=True)
-        summary = finetune(
+        runs.append(
             finetuning_options(
                 options,
                 from_scratch,
@@ -279,8 +282,27 @@ def _finetune(options: MainJobOptions, from_scratch: bool) -> dict:
                 verbose=2,
             )
         )
-        runs.append({"seed": seed, "output_dir": output_dir, "summary": summary})
-    return {"runs": runs}
+    started, finished = time.perf_counter(), []
+
+    def report(index: int, summary: dict, seconds: float) -> None:
+        finished.append(index)
+        (side, seed), last = keys[index], summary["history"][-1]
+        elapsed = time.perf_counter() - started
+        left = elapsed / len(finished) * (len(keys) - len(finished))
+        print(
+            f"finetuning: {len(finished)}/{len(keys)} runs done · {side} seed {seed}: dev "
+            f"accuracy {_round(last.get('accuracy'))} ({format_duration(seconds)}) · "
+            f"{format_duration(left)} left",
+            flush=True,
+        )
+
+    summaries = finetune_runs(runs, options.finetune_processes, on_finish=report)
+    result = {side: {"runs": []} for side in sides}
+    for (side, seed), run, summary in zip(keys, runs, summaries, strict=True):
+        result[side]["runs"].append(
+            {"seed": seed, "output_dir": run.output_dir, "summary": summary}
+        )
+    return result
 
 
 def finetuning_options(options: MainJobOptions, from_scratch: bool, *, task="SST-2", **run):
@@ -368,12 +390,11 @@ def read_result(options: MainJobOptions, name: str) -> dict:
 
 
 def _summary(options: MainJobOptions, results: dict, seconds: float) -> dict:
-    steps = {"pretrained": "finetuning", "from_scratch": "finetuning_from_scratch"}
     # Each run's last evaluation: no checkpoint is chosen on the dev set the gain is measured
     # on (`best.keras`, the dev set's best, is what gets exported).
     sides = {
-        side: [run["summary"]["history"][-1] for run in results[step]["runs"]]
-        for side, step in steps.items()
+        side: [run["summary"]["history"][-1] for run in results["finetuning"][side]["runs"]]
+        for side in ("pretrained", "from_scratch")
     }
     serving = results["serving"]
     summary = {
