@@ -229,49 +229,57 @@ def probe_stage(args, options: MainJobOptions) -> dict:
     return results
 
 
-def _finetune_score(
-    args,
-    options: MainJobOptions,
-    side: str,
-    train_file: str,
-    eval_file: str,
-    lr: float,
-    seed: int,
-    output_dir: str,
-    num_rows: int,
-) -> float:
-    import keras
+def _finetune_scores(args, options: MainJobOptions, runs: list[dict]) -> list[float]:
+    """Each run's score on its eval file, once, at the end; the runs not done before are
+    trained `options.finetune_processes` at a time (`parallel_runs.finetune_runs`).
 
-    from keras_albert.training.finetuning import finetune
+    A run: `side`, `train_file`, `eval_file`, `lr`, `seed`, `output_dir`, `num_rows`."""
+    from keras_albert.training.parallel_runs import finetune_runs
 
-    result_path = os.path.join(output_dir, "score.json")
-    if _done(result_path):
-        with open(result_path, encoding="utf-8") as f:
-            return json.load(f)["score"]
-    steps = max(
-        args.finetune_min_steps, args.finetune_epochs * num_rows // options.finetune_batch_size
-    )
-    steps = min(steps, options.finetune_train_steps)
-    summary = finetune(
-        finetuning_options(
-            options,
-            side == "scratch",
-            task=args.task,
-            train_data=train_file,
-            eval_data=eval_file,
-            output_dir=output_dir,
-            learning_rate=lr,
-            train_steps=steps,
-            epochs=1,  # one evaluation, at the end: no checkpoint is chosen on the eval set
-            seed=seed,
-            verbose=0,
+    def score_path(run):
+        return os.path.join(run["output_dir"], "score.json")
+
+    todo, plans = [run for run in runs if not _done(score_path(run))], []
+    for run in todo:
+        steps = max(
+            args.finetune_min_steps,
+            args.finetune_epochs * run["num_rows"] // options.finetune_batch_size,
         )
-    )
-    keras.backend.clear_session()
-    score = float(summary["history"][-1][summary["main_metric"]])
-    _write_json(result_path, {"score": score, "learning_rate": lr, "steps": steps})
-    print(f"  {side} lr={lr} seed={seed} rows={num_rows} steps={steps}: {score:.4f}", flush=True)
-    return score
+        steps = min(steps, options.finetune_train_steps)
+        plans.append(
+            finetuning_options(
+                options,
+                run["side"] == "scratch",
+                task=args.task,
+                train_data=run["train_file"],
+                eval_data=run["eval_file"],
+                output_dir=run["output_dir"],
+                learning_rate=run["lr"],
+                train_steps=steps,
+                epochs=1,  # one evaluation, at the end: no checkpoint is chosen on the eval set
+                seed=run["seed"],
+                verbose=0,
+            )
+        )
+
+    def record(index, summary, seconds):
+        run, plan = todo[index], plans[index]
+        score = float(summary["history"][-1][summary["main_metric"]])
+        _write_json(
+            score_path(run), {"score": score, "learning_rate": run["lr"], "steps": plan.train_steps}
+        )
+        print(
+            f"  {run['side']} lr={run['lr']} seed={run['seed']} rows={run['num_rows']} "
+            f"steps={plan.train_steps}: {score:.4f} ({seconds:.0f} s)",
+            flush=True,
+        )
+
+    finetune_runs(plans, options.finetune_processes, on_finish=record)
+    scores = []
+    for run in runs:
+        with open(score_path(run), encoding="utf-8") as f:
+            scores.append(json.load(f)["score"])
+    return scores
 
 
 def finetune_stage(args, options: MainJobOptions) -> dict:
@@ -288,29 +296,54 @@ def finetune_stage(args, options: MainJobOptions) -> dict:
         cut = int(0.8 * len(rows))
         fit_file = write_tsv(os.path.join(root, "split_train.tsv"), header, rows[:cut])
         val_file = write_tsv(os.path.join(root, "split_validation.tsv"), header, rows[cut:])
+        # Every side's learning-rate grid on the split, then every side's seeds with its choice.
+        grid_runs = {
+            (side, lr): dict(
+                side=side,
+                train_file=fit_file,
+                eval_file=val_file,
+                lr=lr,
+                seed=0,
+                output_dir=os.path.join(root, side, f"select_lr{lr}"),
+                num_rows=cut,
+            )
+            for side in args.sides
+            for lr in args.learning_rates
+        }
+        grid_scores = dict(
+            zip(grid_runs, _finetune_scores(args, options, list(grid_runs.values())), strict=True)
+        )
+        grids = {
+            side: {lr: grid_scores[side, lr] for lr in args.learning_rates} for side in args.sides
+        }
+        if args.grid_only:
+            continue
+        chosen = {side: max(grid, key=grid.get) for side, grid in grids.items()}
+        final_runs = {
+            (side, seed): dict(
+                side=side,
+                train_file=sample,
+                eval_file=dev,
+                lr=chosen[side],
+                seed=seed,
+                output_dir=os.path.join(root, side, f"final_lr{chosen[side]}_seed{seed}"),
+                num_rows=len(rows),
+            )
+            for side in args.sides
+            for seed in args.seeds
+        }
+        final_scores = dict(
+            zip(final_runs, _finetune_scores(args, options, list(final_runs.values())), strict=True)
+        )
         results[regime] = {}
         for side in args.sides:
-            grid = {}
-            for lr in args.learning_rates:
-                out = os.path.join(root, side, f"select_lr{lr}")
-                grid[lr] = _finetune_score(args, options, side, fit_file, val_file, lr, 0, out, cut)
-            if args.grid_only:
-                continue
-            chosen = max(grid, key=grid.get)
-            scores = []
-            for seed in args.seeds:
-                out = os.path.join(root, side, f"final_lr{chosen}_seed{seed}")
-                scores.append(
-                    _finetune_score(args, options, side, sample, dev, chosen, seed, out, len(rows))
-                )
+            scores = [final_scores[side, seed] for seed in args.seeds]
             results[regime][side] = {
-                "learning_rate_grid_on_train_split": {str(k): v for k, v in grid.items()},
-                "learning_rate": chosen,
+                "learning_rate_grid_on_train_split": {str(k): v for k, v in grids[side].items()},
+                "learning_rate": chosen[side],
                 "dev_scores": scores,
                 **mean_and_range(scores),
             }
-        if args.grid_only:
-            continue
         if {"pretrained", "scratch"} <= set(results[regime]):
             results[regime]["gain"] = seed_gains(
                 results[regime]["pretrained"]["dev_scores"],

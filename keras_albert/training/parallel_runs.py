@@ -62,12 +62,15 @@ def finetune_runs(
         )
     on_finish = on_finish or (lambda index, summary, seconds: None)
     if processes == 1:
+        import keras
+
         from keras_albert.training.finetuning import finetune
 
         summaries = []
         for index, run in enumerate(runs):
             started = time.perf_counter()
             summaries.append(finetune(run))
+            keras.backend.clear_session()  # the next run does not carry this one's graphs
             on_finish(index, summaries[-1], time.perf_counter() - started)
         return summaries
     threads = max(1, available_cores() // processes)
