@@ -7,7 +7,8 @@ Run by hand (needs the `bench` extra: onnxruntime, onnx, onnxscript):
 In ONE process, in interleaved rounds (every engine once per round, so that a change of the
 machine's load hits all alike):
 - our SavedModel of an ALBERT-base-shaped classifier (albert_base_v2, 2 classes, initial
-  weights) at float32 / bfloat16 / int8 and at float32 with fewer passes (`--depths`), each
+  weights) at float32 / bfloat16 / int8 and with fewer passes (`--depths`, at each of
+  `--depth-precisions`), each
   loaded with the TF1 session loader and run by tensor names through `serve_token_ids`, as
   TF Serving runs it;
 - the same weights through our HF converter → `AlbertForSequenceClassification` →
@@ -182,9 +183,11 @@ def speed(args, tokenizer, directory: str) -> dict:
     exports = {
         f"ours {precision}": ("base_" + precision, precision, None) for precision in PRECISIONS
     }
-    for depth in args.depths:
-        if depth != model.backbone.albert_config.num_layers:
-            exports[f"ours float32 K={depth}"] = (f"base_depth_{depth}", "float32", depth)
+    for precision in args.depth_precisions:
+        for depth in args.depths:
+            if depth != model.backbone.albert_config.num_layers:
+                folder = f"base_depth_{depth}" + ("" if precision == "float32" else f"_{precision}")
+                exports[f"ours {precision} K={depth}"] = (folder, precision, depth)
     for name, (folder, precision, depth) in exports.items():
         path = os.path.join(directory, folder)
         if not os.path.exists(path):  # --exports-dir keeps them between runs
@@ -235,7 +238,8 @@ def accuracy(args, tokenizer, directory: str) -> dict:
         model = keras.models.load_model(checkpoint)
         depth = model.backbone.albert_config.num_layers
         row = {"num_layers": depth, "checkpoint": checkpoint}
-        module = AlbertServingModule(model, tokenizer)
+        spm = args.sentencepiece_models.get(label)
+        module = AlbertServingModule(model, AlbertTokenizer(spm) if spm else tokenizer)
         batches = [packed(module, texts[i : i + 64]) for i in range(0, len(texts), 64)]
 
         def score(logits):
@@ -342,9 +346,18 @@ def main() -> None:
     parser.add_argument("--batch-one-steps", type=int, default=10, help="batch-1 calls a round")
     parser.add_argument("--batch-eight-steps", type=int, default=2, help="8x128 calls a round")
     parser.add_argument("--depths", default="12,6,3,1", help="ALBERT-base depths to time")
+    parser.add_argument(
+        "--depth-precisions", default="float32,bfloat16", help="precisions timed at --depths"
+    )
     parser.add_argument("--small-depths", default="6,3,2,1", help="depths of --models")
     parser.add_argument(
         "--models", nargs="*", default=[], help="LABEL=fine-tuned classifier .keras, for accuracy"
+    )
+    parser.add_argument(
+        "--sentencepiece-models",
+        nargs="*",
+        default=[],
+        help="LABEL=SentencePiece model of that --models entry (default: the 30k original)",
     )
     parser.add_argument("--skip-onnx", action="store_true")
     parser.add_argument("--skip-speed", action="store_true")
@@ -355,7 +368,12 @@ def main() -> None:
     args = parser.parse_args()
     args.depths = [int(k) for k in args.depths.split(",")]
     args.small_depths = [int(k) for k in args.small_depths.split(",")]
+    args.depth_precisions = args.depth_precisions.split(",")
+    for precision in args.depth_precisions:
+        if precision not in PRECISIONS:
+            parser.error(f"--depth-precisions must name {PRECISIONS}. Received: {precision!r}")
     args.models = dict(item.split("=", 1) for item in args.models)
+    args.sentencepiece_models = dict(item.split("=", 1) for item in args.sentencepiece_models)
 
     result = {
         "command": " ".join(sys.argv),

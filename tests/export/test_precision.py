@@ -191,3 +191,14 @@ def test_export_tool_flags(tmp_path):
     assert (args.precision, args.num_layers) == ("int8", 6)
     with pytest.raises(SystemExit):
         parser.parse_args(["model.keras", "--precision", "fp16"])
+
+
+def test_bfloat16_copy_stores_its_weights_in_bfloat16(model):
+    # Stored, not cast at every read: a mixed policy's float32 variables would be cast once
+    # per pass of the shared block in the served graph.
+    served = serving_model(model, "bfloat16")
+    assert served.backbone.dtype_policy.name == "bfloat16"
+    assert {weight.dtype for weight in served.weights} == {"bfloat16"}
+    for served_weight, weight in zip(served.weights, model.weights, strict=True):
+        expected = tf.cast(tf.cast(weight, tf.bfloat16), tf.float32)  # rounded once
+        np.testing.assert_array_equal(tf.cast(served_weight, tf.float32), expected)
