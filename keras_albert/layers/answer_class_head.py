@@ -3,6 +3,8 @@
 import keras
 from keras import ops
 
+from keras_albert.layers.gather import gather_positions
+
 # The original masks with `logits * (1 - p_mask) - 1e30 * p_mask`.
 _MASKED = -1e30
 
@@ -134,7 +136,7 @@ class AnswerClassHead(keras.layers.Layer):
         batch = ops.shape(start_log_probs)[0]
         num_pairs = self.num_start_candidates * self.num_end_candidates
         if start_positions is None:
-            beam_features = _gather_positions(sequence_output, start_top_index)  # (batch, k, H)
+            beam_features = gather_positions(sequence_output, start_top_index)  # (batch, k, H)
             beam_end = self._end_log_probs(sequence_output, beam_features, invalid)  # (b, k, seq)
             end_top_log_probs, end_top_index = ops.top_k(beam_end, self.num_end_candidates)
             end_top_log_probs = ops.reshape(end_top_log_probs, (batch, num_pairs))
@@ -143,7 +145,7 @@ class AnswerClassHead(keras.layers.Layer):
         else:
             # Training: the end given the gold start only; no beam (as the original's graph).
             positions = ops.reshape(ops.cast(start_positions, "int32"), (-1, 1))
-            gold_features = _gather_positions(sequence_output, positions)  # (batch, 1, H)
+            gold_features = gather_positions(sequence_output, positions)  # (batch, 1, H)
             end_log_probs = self._end_log_probs(sequence_output, gold_features, invalid)[:, 0]
             end_top_log_probs = ops.zeros((batch, num_pairs), "float32")
             end_top_index = ops.zeros((batch, num_pairs), "int32")
@@ -196,11 +198,6 @@ class AnswerClassHead(keras.layers.Layer):
             }
         )
         return config
-
-
-def _gather_positions(sequence, positions):
-    # sequence (batch, seq, H), positions (batch, k) → (batch, k, H)
-    return ops.take_along_axis(sequence, ops.cast(positions, "int32")[:, :, None], axis=1)
 
 
 def span_positions(segment_ids, padding_mask):

@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_albert.layers.activations import get_activation
+from keras_albert.layers.gather import gather_positions
 from keras_albert.validation import require_positive_int
 
 
@@ -72,7 +73,7 @@ class MaskedLMHead(keras.layers.Layer):
 
     def call(self, sequence_output, mask_positions):
         # (batch, num_masked, H): the hidden states at the masked positions only.
-        x = ops.take_along_axis(sequence_output, ops.expand_dims(mask_positions, -1), axis=1)
+        x = gather_positions(sequence_output, mask_positions)
         x = self.layer_norm(self.activation_function(self.dense(x)))  # (batch, num_masked, E)
         table = ops.cast(self.token_embedding.embeddings, x.dtype)  # (V, E)
         logits = ops.matmul(x, ops.transpose(table)) + ops.cast(self.output_bias, x.dtype)

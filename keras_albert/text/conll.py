@@ -28,6 +28,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_albert.text.files import write_text_atomically
+from keras_albert.text.packing import concat_rows
 from keras_albert.text.pipeline import example_batches
 from keras_albert.validation import require_int
 
@@ -158,7 +159,7 @@ def encode_words(tokenizer, words: tf.RaggedTensor, sequence_length: int) -> dic
         tf.fill([tf.reduce_sum(tf.cast(empty, tf.int32))], tf.constant(tokenizer.unk_id, tf.int32)),
         tf.cast(empty, tf.int64),
     )
-    pieces = tf.concat([pieces, unknown], axis=1)  # every word has at least one piece
+    pieces = concat_rows([pieces, unknown])  # every word has at least one piece
     lengths = pieces.row_lengths()  # (num_words,)
     per_sentence = words.with_flat_values(lengths)  # (batch, None)
     starts = 1 + tf.math.cumsum(per_sentence, axis=1, exclusive=True)  # after [CLS]

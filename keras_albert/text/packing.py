@@ -4,7 +4,7 @@ keras-hub's `MultiSegmentPacker` is not used: its longest-first-like strategy ("
 runs TensorFlow Text's `RoundRobinTrimmer`, whose `RoundRobinTrim`/`RoundRobinGenerateMasks` ops
 are missing from stock TF Serving before 2.20, and its "waterfall" strategy truncates the first
 segment first, not the longer one. `AlbertPacker` computes the original truncation in closed form
-with plain TensorFlow ops (ragged range, boolean mask, concat, to_tensor).
+with plain TensorFlow ops (ragged range, boolean mask, gather, to_tensor).
 """
 
 from __future__ import annotations
@@ -29,6 +29,25 @@ def truncated_lengths(
     )
     second = tf.minimum(second_length, budget - first)
     return first, second
+
+
+def concat_rows(parts: list[tf.RaggedTensor]) -> tf.RaggedTensor:
+    """Row `i` of the result is row `i` of every part, one after the other: `tf.concat(parts,
+    axis=1)` for ragged parts of shape (batch, None) with the same number of rows.
+
+    `tf.concat` on ragged tensors along axis 1 orders the rows with an integer `Transpose`, which
+    TensorFlow's oneDNN graph pass (on by default on AVX-512 VNNI/BF16 CPUs) reports on stderr
+    as `E0000 … oneDNN supports DT_INT64 only on platforms with AVX-512` in every process that
+    runs it, a serving process included. Here the row order is computed arithmetically instead.
+    """
+    count = len(parts)
+    stacked = tf.concat(parts, axis=0)  # part-major: all rows of parts[0], then of parts[1], …
+    nrows = parts[0].nrows()
+    position = tf.range(nrows * count)  # row-major over (row, part)
+    order = (position % count) * nrows + position // count
+    interleaved = tf.gather(stacked, order)  # (batch * count, None)
+    lengths = tf.reduce_sum(tf.reshape(interleaved.row_lengths(), tf.stack([nrows, count])), 1)
+    return tf.RaggedTensor.from_row_lengths(interleaved.flat_values, lengths, validate=False)
 
 
 @keras.saving.register_keras_serializable(package="keras_albert")
@@ -119,8 +138,8 @@ class AlbertPacker(keras.layers.Layer):
         for index, segment in enumerate(segments):
             token_parts += [segment, sep]
             segment_parts += [tf.zeros_like(segment) + index, tf.zeros_like(sep) + index]
-        token_ids = tf.concat(token_parts, axis=1)  # (batch, None), at most sequence_length
-        segment_ids = tf.concat(segment_parts, axis=1)
+        token_ids = concat_rows(token_parts)  # (batch, None), at most sequence_length
+        segment_ids = concat_rows(segment_parts)
 
         shape = [None, self.sequence_length]
         outputs = {

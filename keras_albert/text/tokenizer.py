@@ -40,7 +40,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from keras_albert.text.normalization import digit_class, normalize_text, normalize_text_graph
-from keras_albert.text.packing import AlbertPacker
+from keras_albert.text.packing import AlbertPacker, concat_rows
 
 SPIECE_UNDERLINE = "\u2581"
 
@@ -369,7 +369,7 @@ class AlbertTokenizer(tf.Module):
             tf.boolean_mask(part_values, keep), tf.boolean_mask(part_rows, keep), nrows=num_matches
         )
         commas = tf.RaggedTensor.from_tensor(tf.fill(tf.stack([num_matches, 1]), ","))
-        replacements = tf.concat([parts, commas], axis=1)  # (num_matches, None)
+        replacements = concat_rows([parts, commas])  # (num_matches, None)
 
         # Every piece becomes a row: itself, or (for a match) its replacement.
         singles = tf.RaggedTensor.from_tensor(tf.expand_dims(flat, 1))  # (num_pieces, 1)

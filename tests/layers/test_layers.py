@@ -3,6 +3,7 @@
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 from keras import ops
 
 from keras_albert.layers import (
@@ -13,7 +14,7 @@ from keras_albert.layers import (
     SentenceOrderHead,
     TransformerEncoder,
 )
-from tests.helpers import check_layer_roundtrips, random_inputs
+from tests.helpers import check_layer_roundtrips, integer_transposes, random_inputs
 
 EPSILON = 1e-12
 
@@ -158,6 +159,17 @@ def test_masked_lm_head_is_tied_to_the_embedding_table():
     # The head tracks the table (so it is saved with it) but adds only dense + LayerNorm + bias.
     own = [w for w in head.weights if w is not table.embeddings]
     assert len(own) == len(head.weights) - 1
+
+    # Its training step has no integer Transpose (oneDNN's `E0000 … DT_INT64` line).
+    @tf.function
+    def loss_and_gradients(sequence):
+        with tf.GradientTape() as tape:
+            tape.watch(sequence)
+            loss = tf.reduce_sum(head(sequence, positions))
+        return loss, tape.gradient(loss, [sequence, *head.trainable_weights])
+
+    graph = loss_and_gradients.get_concrete_function(tf.constant(sequence)).graph.as_graph_def()
+    assert integer_transposes(graph) == []
     assert sum(int(np.prod(w.shape)) for w in own) == (6 * 4 + 4) + 2 * 4 + 11
     with pytest.raises(ValueError, match="must be a keras.layers.Embedding"):
         MaskedLMHead(table.embeddings, embedding_dim=4)

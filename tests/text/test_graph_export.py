@@ -5,6 +5,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
+from tests.helpers import integer_transposes
 from tests.text.text_data import load_sst2_dev
 
 # Missing from stock TF Serving before 2.20 (the export issue checks this too).
@@ -12,11 +13,15 @@ UNSERVABLE_OPS = {"RoundRobinTrim", "RoundRobinGenerateMasks", "Utf8Binarize"}
 PYTHON_OPS = {"PyFunc", "PyFuncStateless", "EagerPyFunc"}
 
 
-def _op_types(saved_model_dir) -> set[str]:
+def _graph_def(saved_model_dir):
     proto = saved_model_pb2.SavedModel()
     with open(f"{saved_model_dir}/saved_model.pb", "rb") as file:
         proto.ParseFromString(file.read())
-    graph = proto.meta_graphs[0].graph_def
+    return proto.meta_graphs[0].graph_def
+
+
+def _op_types(saved_model_dir) -> set[str]:
+    graph = _graph_def(saved_model_dir)
     ops = {node.op for node in graph.node}
     for function in graph.library.function:
         ops |= {node.op for node in function.node_def}
@@ -42,6 +47,7 @@ def test_saved_model_round_trip(tmp_path, albert_tokenizer):
     ops = _op_types(tmp_path)
     assert "SentencepieceOp" in ops and "SentencepieceTokenizeOp" in ops
     assert ops.isdisjoint(UNSERVABLE_OPS | PYTHON_OPS), ops & (UNSERVABLE_OPS | PYTHON_OPS)
+    assert integer_transposes(_graph_def(tmp_path)) == []
 
     outputs = tf.saved_model.load(str(tmp_path)).preprocess(first, second)
     # The Python path's ids, packed, are what the SavedModel computes.

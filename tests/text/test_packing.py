@@ -7,7 +7,7 @@ import tensorflow as tf
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from keras_albert.text.packing import AlbertPacker
+from keras_albert.text.packing import AlbertPacker, concat_rows
 
 CLS, SEP, PAD = 2, 3, 0
 
@@ -148,3 +148,16 @@ def test_serialization_round_trip():
     for other in (restored, restored_again):
         for key, value in packer(inputs).items():
             np.testing.assert_array_equal(other(inputs)[key].numpy(), value.numpy())
+
+
+def test_concat_rows_equals_ragged_concat_along_axis_1():
+    parts = [
+        tf.ragged.constant([[1, 2], [], [3], []], dtype=tf.int32),
+        tf.ragged.constant([[4], [5, 6, 7], [], []], dtype=tf.int32),
+        tf.ragged.constant([[8], [9], [10, 11], []], dtype=tf.int32),
+    ]
+    for count in (1, 2, 3):
+        expected = tf.concat(parts[:count], axis=1)
+        assert concat_rows(parts[:count]).to_list() == expected.to_list()
+    empty = [tf.ragged.constant([[]], dtype=tf.int32)[:0]] * 2
+    assert concat_rows(empty).to_list() == []
