@@ -93,20 +93,3 @@ def check_model_roundtrips(model, inputs, tmp_path, atol=1e-6):
     restored = keras.models.load_model(path)
     assert type(restored) is type(model)
     assert_allclose_tree(restored(inputs), expected, atol=atol)
-
-
-def integer_transposes(graph_def) -> list[str]:
-    """Names of the `Transpose` nodes of integers in `graph_def` (its functions included).
-
-    TensorFlow's oneDNN graph pass (on by default on AVX-512 VNNI/BF16 CPUs) logs `E0000 …
-    oneDNN supports DT_INT64 only on platforms with AVX-512` once per process that runs one:
-    noise in a user's training log and a serving process's stderr.
-    """
-    import tensorflow as tf
-
-    nodes = list(graph_def.node) + [n for f in graph_def.library.function for n in f.node_def]
-    return [
-        node.name
-        for node in nodes
-        if node.op == "Transpose" and tf.dtypes.as_dtype(node.attr["T"].type).is_integer
-    ]

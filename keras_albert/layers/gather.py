@@ -13,7 +13,7 @@ def gather_positions(sequence, positions):
     only on platforms with AVX-512`. Positions must lie in `[0, seq)`, as the data guarantees.
     """
     positions = ops.cast(positions, "int32")
-    batch_size, length = ops.shape(sequence)[0], ops.shape(sequence)[1]
+    batch_size, length, hidden_dim = ops.shape(sequence)
     offsets = ops.expand_dims(ops.arange(batch_size, dtype="int32") * length, 1)  # (batch, 1)
-    flat = ops.reshape(sequence, (-1, sequence.shape[-1]))  # (batch * seq, H)
+    flat = ops.reshape(sequence, (-1, hidden_dim))  # (batch * seq, H)
     return ops.take(flat, positions + offsets, axis=0)

@@ -7,7 +7,8 @@ and the tensorflow-serving-api protos. Each export is loaded with the TF1 sessio
 every request runs by the signature's tensor names, as the server's Predict, Classify and
 Regress do. The job names, per export, a TFRecord of `PredictionLog` requests and a JSON list of
 REST bodies; the answers go to TFRecords of `PredictionLog`s with the responses filled in, and a
-JSON report (signatures, op types, XLA attributes, assets, warmup replay, models.config).
+JSON report (signatures, op types, XLA attributes, integer Transposes, assets, warmup replay,
+models.config).
 """
 
 import base64
@@ -140,6 +141,21 @@ class Servable:
         return sorted(op_types), must_compile
 
 
+def integer_transposes(graph_def) -> list[str]:
+    """Names of the `Transpose` nodes of integers in `graph_def` (its functions included).
+
+    TensorFlow's oneDNN graph pass (on by default on AVX-512 VNNI/BF16 CPUs) logs `E0000 …
+    oneDNN supports DT_INT64 only on platforms with AVX-512` once per process that runs one:
+    noise in a server's stderr and a user's training log.
+    """
+    nodes = list(graph_def.node) + [n for f in graph_def.library.function for n in f.node_def]
+    return [
+        node.name
+        for node in nodes
+        if node.op == "Transpose" and tf.dtypes.as_dtype(node.attr["T"].type).is_integer
+    ]
+
+
 def _must_compile(attributes):
     value = attributes.get("_XlaMustCompile")
     return value is not None and value.b
@@ -211,6 +227,7 @@ def run_export(job):
         "asset_file_defs": [asset.filename for asset in servable.meta_graph.asset_file_def],
     }
     report["op_types"], report["must_compile"] = servable.graph_report()
+    report["integer_transposes"] = integer_transposes(servable.meta_graph.graph_def)
 
     answered, report["request_errors"] = _answer_all(servable, _read_logs(job["requests"]))
     _write_logs(job["responses"], answered)

@@ -38,6 +38,7 @@ from keras_albert.text.squad_graph import tokenize_with_offsets_graph
 from keras_albert.text.squad_postprocess import decode_answer_class, decode_null_span
 from keras_albert.text.tokenizer import AlbertTokenizer
 from tests.export.conftest import HARNESS, read_logs
+from tests.export.serving_harness import integer_transposes
 from tests.export.test_serving_export import (
     ALLOWED_TF_TEXT_OPS,
     FORBIDDEN_OPS,
@@ -485,6 +486,7 @@ def test_op_allow_list_warmup_and_no_keras_albert(task_served):
         allowed = ALLOWED_TF_TEXT_OPS | {"SentencepieceTokenizeWithOffsetsOp"}
         assert op_types - core_ops <= allowed, (name, op_types - core_ops)
         assert report["must_compile"] == []
+        assert report["integer_transposes"] == [], name
         assert report["assets"] == ["sentencepiece.model"]
         warmup = report["warmup"]
         assert warmup["count"] == 8 and warmup["errors"] == [None] * 8
@@ -513,6 +515,9 @@ def test_answer_class_head_answers_equal_the_python_decoding(task_served):
         if "kernel" in variable.path and "backbone" not in variable.path:
             variable.assign(variable * 20.0)
     module = QuestionAnsweringServingModule(model, tokenizer, 128, **QA_OPTIONS)
+    # The harness's exports use the null-span head; this one's graph is checked here.
+    graph = module.endpoints["serving_default"].graph.as_graph_def()
+    assert integer_transposes(graph) == []
     questions = [
         example.__class__(str(i), example.question, example.context, (), False)
         for i, example in enumerate(squad_examples()[1::7][:8])

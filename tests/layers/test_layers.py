@@ -14,7 +14,8 @@ from keras_albert.layers import (
     SentenceOrderHead,
     TransformerEncoder,
 )
-from tests.helpers import check_layer_roundtrips, integer_transposes, random_inputs
+from tests.export.serving_harness import integer_transposes
+from tests.helpers import check_layer_roundtrips, random_inputs
 
 EPSILON = 1e-12
 
@@ -159,6 +160,9 @@ def test_masked_lm_head_is_tied_to_the_embedding_table():
     # The head tracks the table (so it is saved with it) but adds only dense + LayerNorm + bias.
     own = [w for w in head.weights if w is not table.embeddings]
     assert len(own) == len(head.weights) - 1
+    assert sum(int(np.prod(w.shape)) for w in own) == (6 * 4 + 4) + 2 * 4 + 11
+    with pytest.raises(ValueError, match="must be a keras.layers.Embedding"):
+        MaskedLMHead(table.embeddings, embedding_dim=4)
 
     # Its training step has no integer Transpose (oneDNN's `E0000 … DT_INT64` line).
     @tf.function
@@ -170,9 +174,6 @@ def test_masked_lm_head_is_tied_to_the_embedding_table():
 
     graph = loss_and_gradients.get_concrete_function(tf.constant(sequence)).graph.as_graph_def()
     assert integer_transposes(graph) == []
-    assert sum(int(np.prod(w.shape)) for w in own) == (6 * 4 + 4) + 2 * 4 + 11
-    with pytest.raises(ValueError, match="must be a keras.layers.Embedding"):
-        MaskedLMHead(table.embeddings, embedding_dim=4)
 
 
 def test_sentence_order_head(tmp_path):

@@ -5,7 +5,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
-from tests.helpers import integer_transposes
+from tests.export.serving_harness import integer_transposes
 from tests.text.text_data import load_sst2_dev
 
 # Missing from stock TF Serving before 2.20 (the export issue checks this too).
@@ -20,8 +20,7 @@ def _graph_def(saved_model_dir):
     return proto.meta_graphs[0].graph_def
 
 
-def _op_types(saved_model_dir) -> set[str]:
-    graph = _graph_def(saved_model_dir)
+def _op_types(graph) -> set[str]:
     ops = {node.op for node in graph.node}
     for function in graph.library.function:
         ops |= {node.op for node in function.node_def}
@@ -44,10 +43,11 @@ def test_saved_model_round_trip(tmp_path, albert_tokenizer):
     )
     archive.write_out(str(tmp_path), verbose=False)
 
-    ops = _op_types(tmp_path)
+    graph = _graph_def(tmp_path)
+    ops = _op_types(graph)
     assert "SentencepieceOp" in ops and "SentencepieceTokenizeOp" in ops
     assert ops.isdisjoint(UNSERVABLE_OPS | PYTHON_OPS), ops & (UNSERVABLE_OPS | PYTHON_OPS)
-    assert integer_transposes(_graph_def(tmp_path)) == []
+    assert integer_transposes(graph) == []
 
     outputs = tf.saved_model.load(str(tmp_path)).preprocess(first, second)
     # The Python path's ids, packed, are what the SavedModel computes.
