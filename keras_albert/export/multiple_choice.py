@@ -121,7 +121,7 @@ class MultipleChoiceServingModule(TaskServingModule):
         return {name: value[:, :, :longest] for name, value in packed.items()}
 
     def outputs(self, inputs: dict) -> dict:
-        logits = tf.cast(self.model(inputs, training=False), tf.float32)
+        logits = tf.cast(self.call_model(inputs), tf.float32)
         index = tf.argmax(logits, axis=-1, output_type=tf.int32)
         return {
             "logits": logits,

@@ -141,7 +141,7 @@ class QuestionAnsweringServingModule(TaskServingModule):
         }
 
     def model_outputs(self, inputs: dict) -> dict:
-        outputs = self.model(inputs, training=False)
+        outputs = self.call_model(inputs)
         return {name: value for name, value in outputs.items()}
 
     def windows(self, question: tf.Tensor, context: tf.Tensor) -> dict:

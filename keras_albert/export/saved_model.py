@@ -45,7 +45,7 @@ from collections.abc import Sequence
 import keras
 import tensorflow as tf
 
-from keras_albert.export.precision import serving_model
+from keras_albert.export.precision import ModelCall, serving_model
 from keras_albert.models import (
     AlbertBackbone,
     AlbertClassifier,
@@ -91,6 +91,25 @@ def model_task(model: keras.Model) -> str:
 
 def _backbone_of(model: keras.Model) -> AlbertBackbone:
     return model if isinstance(model, AlbertBackbone) else model.backbone
+
+
+def captured_variables(endpoints: dict) -> list:
+    """The tf.Variables the `endpoints` (concrete functions) read, to be saved with them.
+
+    Not the Keras model, whose own call signatures would be traced too, nor its Keras variable
+    wrappers, which would be saved as separate variables that the TF1 session loader restores
+    while the graph reads the captured ones (ExportArchive collects them so too). Only the
+    variables whose handles a function captures: `ModelCall` makes the model weights graph
+    constants, and a weight the graph never reads would be written and restored for nothing.
+    Sorted by name so that the checkpoint keys do not depend on the tracing order.
+    """
+    captured = {}
+    for function in endpoints.values():
+        handles = {id(tensor) for tensor in function.captured_inputs}
+        for variable in function.variables:
+            if id(variable.handle) in handles:
+                captured.setdefault(id(variable), variable)
+    return sorted(captured.values(), key=lambda variable: variable.name)
 
 
 def checked_text_inputs(tokenizer, config, max_sequence_length: int | None) -> int:
@@ -226,23 +245,18 @@ class AlbertServingModule(tf.Module):
         self.class_names = class_names
         self.tokenizer = tokenizer
         # Plain holders hide the Keras objects from tf.Module's attribute tracking.
-        self._untracked = _Untracked(model=model, packer=tokenizer.packer(max_sequence_length))
+        self._untracked = _Untracked(
+            model=model,
+            packer=tokenizer.packer(max_sequence_length),
+            model_call=ModelCall(model, self._model_outputs),
+        )
         self._asset_directory = tempfile.TemporaryDirectory(prefix="albert_spm_")
         asset_path = os.path.join(self._asset_directory.name, SENTENCEPIECE_ASSET)
         with open(asset_path, "wb") as file:
             file.write(tokenizer.serialized_model)
         self.sentencepiece_model = tf.saved_model.Asset(asset_path)
         self.endpoints = self._build_endpoints()
-        # The tf.Variables the endpoints capture (not the Keras model, whose own call
-        # signatures would be traced too, nor its Keras variable wrappers, which would be saved
-        # as separate variables that the TF1 session loader restores while the graph reads the
-        # captured ones), as ExportArchive collects them.
-        captured = {}
-        for function in self.endpoints.values():
-            for variable in function.variables:
-                captured.setdefault(id(variable), variable)
-        # Sorted by name so that the checkpoint keys do not depend on the tracing order.
-        self.model_variables = sorted(captured.values(), key=lambda variable: variable.name)
+        self.model_variables = captured_variables(self.endpoints)
 
     @property
     def model(self) -> keras.Model:
@@ -271,7 +285,11 @@ class AlbertServingModule(tf.Module):
         return {name: value[:, :longest] for name, value in inputs.items()}
 
     def outputs(self, inputs: dict) -> dict:
-        """The task outputs (float32, batch-major) of packed `token_ids`, `segment_ids`, ..."""
+        """The task outputs (float32, batch-major) of packed `token_ids`, `segment_ids`, ...,
+        through the one graph function every signature shares (`ModelCall`)."""
+        return self._untracked.model_call(inputs)
+
+    def _model_outputs(self, inputs: dict) -> dict:
         model = self.model
         if self.task in ("classification", "regression"):
             logits = tf.cast(model(inputs, training=False), tf.float32)  # (batch, num_classes)

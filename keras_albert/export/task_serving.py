@@ -15,8 +15,10 @@ import tempfile
 import keras
 import tensorflow as tf
 
+from keras_albert.export.precision import ModelCall
 from keras_albert.export.saved_model import (
     SENTENCEPIECE_ASSET,
+    captured_variables,
     checked_text_inputs,
     checked_token_inputs,
 )
@@ -50,7 +52,9 @@ class TaskServingModule(tf.Module):
         self.max_sequence_length = checked_text_inputs(tokenizer, config, max_sequence_length)
         self.tokenizer = tokenizer
         self.text_pair = False
-        self._untracked = _Untracked(model=model)
+        self._untracked = _Untracked(
+            model=model, model_call=ModelCall(model, lambda inputs: model(inputs, training=False))
+        )
         self._asset_directory = tempfile.TemporaryDirectory(prefix="albert_spm_")
         asset_path = os.path.join(self._asset_directory.name, SENTENCEPIECE_ASSET)
         with open(asset_path, "wb") as file:
@@ -60,15 +64,16 @@ class TaskServingModule(tf.Module):
     def _finish(self) -> None:
         """Builds the endpoints and collects the variables they capture (call last in init)."""
         self.endpoints = self._build_endpoints()
-        captured = {}
-        for function in self.endpoints.values():
-            for variable in function.variables:
-                captured.setdefault(id(variable), variable)
-        self.model_variables = sorted(captured.values(), key=lambda variable: variable.name)
+        self.model_variables = captured_variables(self.endpoints)
 
     @property
     def model(self) -> keras.Model:
         return self._untracked.model
+
+    def call_model(self, inputs: dict):
+        """`model(inputs)` (inference), through the one graph function every signature shares
+        (`keras_albert.export.precision.ModelCall`)."""
+        return self._untracked.model_call(inputs)
 
     def _build_endpoints(self) -> dict:
         raise NotImplementedError

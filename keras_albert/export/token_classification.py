@@ -63,7 +63,7 @@ class TokenClassificationServingModule(TaskServingModule):
 
         def serve_token_ids(token_ids, segment_ids, padding_mask):
             inputs = self.checked_token_inputs(token_ids, segment_ids, padding_mask)
-            return {"logits": tf.cast(self.model(inputs, training=False), tf.float32)}
+            return {"logits": tf.cast(self.call_model(inputs), tf.float32)}
 
         return {
             SERVING_DEFAULT: concrete(serve_text, text=string_spec(None)),
@@ -106,7 +106,7 @@ class TokenClassificationServingModule(TaskServingModule):
     def tag(self, text: tf.Tensor) -> dict:
         split = self.split_words(text)
         inputs, positions = self.pack(split["words"])
-        logits = tf.cast(self.model(inputs, training=False), tf.float32)
+        logits = tf.cast(self.call_model(inputs), tf.float32)
         probabilities = tf.nn.softmax(logits, axis=-1)  # (batch, seq, labels)
         flat_positions = positions.flat_values
         kept = flat_positions >= 0

@@ -29,6 +29,14 @@ def _dense(units, initializer_range, dtype, name):
     )
 
 
+def _tokens(x):
+    """(batch, seq, H) -> (batch * seq, H). A Dense layer on a 2-D input is one MatMul + bias,
+    which TensorFlow's CPU graph rewrites fuse into one oneDNN kernel (with constant weights,
+    as served, `keras_albert.export.precision.ModelCall`); on a 3-D input Keras reshapes around
+    the MatMul and the bias add stays a separate op."""
+    return ops.reshape(x, (-1, ops.shape(x)[-1]))
+
+
 @keras.saving.register_keras_serializable(package="keras_albert")
 class SelfAttention(keras.layers.Layer):
     """Multi-head self-attention with its residual and LayerNorm: LN(x + drop(W_o·attn(x))).
@@ -94,9 +102,10 @@ class SelfAttention(keras.layers.Layer):
 
     def call(self, inputs, padding_mask=None, training=None):
         batch_size, sequence_length = ops.shape(inputs)[0], ops.shape(inputs)[1]
-        query = self._split_heads(self.query_dense(inputs), batch_size, sequence_length)
-        key = self._split_heads(self.key_dense(inputs), batch_size, sequence_length)
-        value = self._split_heads(self.value_dense(inputs), batch_size, sequence_length)
+        tokens = _tokens(inputs)
+        query = self._split_heads(self.query_dense(tokens), batch_size, sequence_length)
+        key = self._split_heads(self.key_dense(tokens), batch_size, sequence_length)
+        value = self._split_heads(self.value_dense(tokens), batch_size, sequence_length)
 
         query = query * ops.cast(1.0 / math.sqrt(self.head_dim), query.dtype)
         scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))  # (batch, heads, seq, seq)
@@ -109,12 +118,9 @@ class SelfAttention(keras.layers.Layer):
         probabilities = self.probabilities_dropout(probabilities, training=training)
 
         context = ops.matmul(probabilities, value)  # (batch, heads, seq, head_dim)
-        context = ops.reshape(
-            ops.transpose(context, (0, 2, 1, 3)),
-            (batch_size, sequence_length, self.num_heads * self.head_dim),
-        )
+        context = ops.reshape(ops.transpose(context, (0, 2, 1, 3)), ops.shape(tokens))
         attention_output = self.output_dropout(self.output_dense(context), training=training)
-        return self.layer_norm(inputs + attention_output)
+        return self.layer_norm(inputs + ops.reshape(attention_output, ops.shape(inputs)))
 
     def compute_output_shape(self, inputs_shape, padding_mask_shape=None):
         return inputs_shape
@@ -186,9 +192,9 @@ class FeedForward(keras.layers.Layer):
         self.layer_norm.build(inputs_shape)
 
     def call(self, inputs, training=None):
-        x = self.activation_function(self.intermediate_dense(inputs))  # (batch, seq, I)
+        x = self.activation_function(self.intermediate_dense(_tokens(inputs)))  # (tokens, I)
         x = self.output_dropout(self.output_dense(x), training=training)
-        return self.layer_norm(inputs + x)
+        return self.layer_norm(inputs + ops.reshape(x, ops.shape(inputs)))
 
     def compute_output_shape(self, inputs_shape):
         return inputs_shape

@@ -156,6 +156,22 @@ def integer_transposes(graph_def) -> list[str]:
     ]
 
 
+def variable_reads(graph_def) -> list[str]:
+    """Names of the nodes of `graph_def`'s functions (what the signatures run; the top-level
+    graph holds only the loader's own nodes) that read a variable.
+
+    Served models hold their weights as graph constants (keras_albert's `ModelCall`): oneDNN
+    then fuses each Dense layer's multiply and bias and keeps the weights in its own layout
+    between calls. A variable read means some weight escaped that.
+    """
+    return [
+        f"{function.signature.name}/{node.name}"
+        for function in graph_def.library.function
+        for node in function.node_def
+        if node.op in ("ReadVariableOp", "ResourceGather")
+    ]
+
+
 def _must_compile(attributes):
     value = attributes.get("_XlaMustCompile")
     return value is not None and value.b
@@ -228,6 +244,7 @@ def run_export(job):
     }
     report["op_types"], report["must_compile"] = servable.graph_report()
     report["integer_transposes"] = integer_transposes(servable.meta_graph.graph_def)
+    report["variable_reads"] = variable_reads(servable.meta_graph.graph_def)
 
     answered, report["request_errors"] = _answer_all(servable, _read_logs(job["requests"]))
     _write_logs(job["responses"], answered)

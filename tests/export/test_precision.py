@@ -161,6 +161,7 @@ def test_every_export_keeps_the_serving_guarantees(served):
         assert not op_types & FORBIDDEN_OPS, name
         assert export["must_compile"] == [], name
         assert export["integer_transposes"] == [], name
+        assert export["variable_reads"] == [], name
         assert export["request_errors"] == [None] * (NUM_SENTENCES // BATCH_SIZE), name
         assert export["warmup"]["count"] > 0 and set(export["warmup"]["errors"]) == {None}, name
         outputs = export["signatures"]["serving_default"]["outputs"]

@@ -221,6 +221,7 @@ def test_op_allow_list_and_no_xla(served):
         assert op_types - core_ops <= ALLOWED_TF_TEXT_OPS, op_types - core_ops
         assert export.report["must_compile"] == []
         assert export.report["integer_transposes"] == []
+        assert export.report["variable_reads"] == []
 
 
 def test_harness_did_not_import_keras_albert(served):

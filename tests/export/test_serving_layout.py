@@ -7,7 +7,6 @@ import signal
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 import tensorflow as tf
 from google.protobuf import (
@@ -17,6 +16,7 @@ from google.protobuf import (
     text_format,
     wrappers_pb2,  # noqa: F401  (registers the wrapper types)
 )
+from tensorflow.core.protobuf import saved_model_pb2
 
 from keras_albert.export import serving_layout
 from keras_albert.export.serving_layout import (
@@ -256,14 +256,32 @@ def test_export_cli_from_a_keras_file(served, tmp_path):
     assert existing_versions(base_dir / "stsb") == [1, 2]
     config = (base_dir / "models.config").read_text()
     assert 'base_path: "/models/stsb"' in config and 'base_path: "/models/sst2_pair"' in config
-    # Same weights: every variable of the new version equals version 1's.
-    versions = [
-        tf.train.load_checkpoint(str(base_dir / "stsb" / str(v) / "variables" / "variables"))
-        for v in (1, 2)
+    # Same weights: the served model's weights are graph constants (ModelCall); every one of
+    # the new version equals version 1's, and neither writes them again as variables.
+    weights = [_weight_constants(base_dir / "stsb" / str(v)) for v in (1, 2)]
+    assert len(weights[0]) == len(export.model.weights)
+    assert weights[0] == weights[1]
+    for version in (1, 2):
+        prefix = base_dir / "stsb" / str(version) / "variables" / "variables"
+        reader = tf.train.load_checkpoint(str(prefix))
+        names = reader.get_variable_to_shape_map()
+        assert [name for name in names if "OBJECT_GRAPH" not in name] == []
+
+
+def _weight_constants(export_dir) -> list:
+    """The (shape, bytes) of every constant of the function that holds the model weights."""
+    saved_model = saved_model_pb2.SavedModel()
+    saved_model.ParseFromString((export_dir / "saved_model.pb").read_bytes())
+    library = saved_model.meta_graphs[0].graph_def.library
+    functions = [f for f in library.function if "_with_constant_weights" in f.signature.name]
+    assert len(functions) == 1  # one function, called by every signature
+    # The weights are its top-level constants (Keras's own are named inside the model's scope).
+    tensors = [
+        node.attr["value"].tensor
+        for node in functions[0].node_def
+        if node.op == "Const" and "/" not in node.name
     ]
-    shapes = [reader.get_variable_to_shape_map() for reader in versions]
-    assert shapes[0] == shapes[1]
-    names = [name for name in shapes[0] if "OBJECT_GRAPH" not in name]
-    assert len(names) > 10
-    for name in names:
-        np.testing.assert_array_equal(versions[0].get_tensor(name), versions[1].get_tensor(name))
+    return sorted(
+        (tuple(dim.size for dim in tensor.tensor_shape.dim), tensor.SerializeToString())
+        for tensor in tensors
+    )

@@ -487,6 +487,7 @@ def test_op_allow_list_warmup_and_no_keras_albert(task_served):
         assert op_types - core_ops <= allowed, (name, op_types - core_ops)
         assert report["must_compile"] == []
         assert report["integer_transposes"] == [], name
+        assert report["variable_reads"] == [], name
         assert report["assets"] == ["sentencepiece.model"]
         warmup = report["warmup"]
         assert warmup["count"] == 8 and warmup["errors"] == [None] * 8
