@@ -7,8 +7,9 @@ Run by hand (needs the `bench` extra: onnxruntime, onnx, onnxscript):
 In ONE process, in interleaved rounds (every engine once per round, so that a change of the
 machine's load hits all alike):
 - our SavedModel of an ALBERT-base-shaped classifier (albert_base_v2, 2 classes, initial
-  weights with small random biases: a trained model's biases are not zero, and zero ones would
-  let TensorFlow fold the bias adds away and time a graph no trained model has) at float32 /
+  weights with small random offsets on every bias and LayerNorm γ/β: a trained model's are
+  not 0 and 1, and those would let TensorFlow fold the bias adds and LayerNorm scales away and
+  time a graph no trained model has) at float32 /
   bfloat16 / int8 and with fewer passes (`--depths`, at each of `--depth-precisions`), each
   loaded with the TF1 session loader and run by tensor names through `serve_token_ids`, as
   TF Serving runs it;
@@ -180,10 +181,10 @@ def time_engines(engines: dict, batch_one: dict, batch_eight: dict, args) -> dic
 
 def speed(args, tokenizer, directory: str) -> dict:
     model = AlbertClassifier(AlbertBackbone.from_preset_name("albert_base_v2"), num_classes=2)
-    bias_rng = np.random.default_rng(1)
+    offsets = np.random.default_rng(1)
     for weight in model.weights:
-        if weight.path.endswith("bias"):
-            weight.assign(bias_rng.normal(0.0, 0.02, weight.shape).astype("float32"))
+        if weight.path.endswith(("bias", "gamma", "beta")):
+            weight.assign(weight.numpy() + offsets.normal(0.0, 0.02, weight.shape))
     engines = {}
     exports = {
         f"ours {precision}": ("base_" + precision, precision, None) for precision in PRECISIONS

@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_albert.layers.gather import gather_positions
+from keras_albert.layers.layer_norm import LayerNorm
 
 # The original masks with `logits * (1 - p_mask) - 1e30 * p_mask`.
 _MASKED = -1e30
@@ -88,7 +89,7 @@ class AnswerClassHead(keras.layers.Layer):
 
         self.start_dense = dense(1, "start_logits_dense")
         self.end_dense_0 = dense(hidden_dim, "end_logits_dense_0", activation="tanh")
-        self.end_layer_norm = keras.layers.LayerNormalization(
+        self.end_layer_norm = LayerNorm(
             epsilon=layer_norm_epsilon, dtype="float32", name="end_logits_layer_norm"
         )
         self.end_dense_1 = dense(1, "end_logits_dense_1")

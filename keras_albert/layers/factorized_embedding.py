@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from keras_albert.layers.layer_norm import LayerNorm
 from keras_albert.validation import require_positive_int, require_rate
 
 
@@ -75,7 +76,7 @@ class FactorizedEmbedding(keras.layers.Layer):
             dtype=self.dtype_policy,
             name="segment_embedding",
         )
-        self.layer_norm = keras.layers.LayerNormalization(
+        self.layer_norm = LayerNorm(
             epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm"
         )
         self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")

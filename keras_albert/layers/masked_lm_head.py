@@ -5,6 +5,7 @@ from keras import ops
 
 from keras_albert.layers.activations import get_activation
 from keras_albert.layers.gather import gather_positions
+from keras_albert.layers.layer_norm import LayerNorm
 from keras_albert.validation import require_positive_int
 
 
@@ -60,7 +61,7 @@ class MaskedLMHead(keras.layers.Layer):
             dtype=self.dtype_policy,
             name="dense",
         )
-        self.layer_norm = keras.layers.LayerNormalization(
+        self.layer_norm = LayerNorm(
             epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm"
         )
 

@@ -10,6 +10,7 @@ import keras
 from keras import ops
 
 from keras_albert.layers.activations import get_activation
+from keras_albert.layers.layer_norm import LayerNorm
 from keras_albert.validation import (
     require_divisible,
     require_positive_int,
@@ -90,7 +91,7 @@ class SelfAttention(keras.layers.Layer):
         self.output_dropout = keras.layers.Dropout(
             self.dropout, dtype=self.dtype_policy, name="output_dropout"
         )
-        self.layer_norm = keras.layers.LayerNormalization(
+        self.layer_norm = LayerNorm(
             epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm"
         )
         self.layer_norm.build(inputs_shape)
@@ -186,7 +187,7 @@ class FeedForward(keras.layers.Layer):
         self.output_dropout = keras.layers.Dropout(
             self.dropout, dtype=self.dtype_policy, name="output_dropout"
         )
-        self.layer_norm = keras.layers.LayerNormalization(
+        self.layer_norm = LayerNorm(
             epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm"
         )
         self.layer_norm.build(inputs_shape)
