@@ -101,12 +101,31 @@ class SelfAttention(keras.layers.Layer):
         x = ops.reshape(x, (batch_size, sequence_length, self.num_heads, self.head_dim))
         return ops.transpose(x, (0, 2, 1, 3))
 
+    def _query_key_value(self, tokens, batch_size, sequence_length):
+        """The three projections, each (batch, heads, seq, head_dim).
+
+        One multiply by the three kernels side by side and one transpose, not three of each
+        (the same sums; the weights stay three Dense layers, as in the checkpoints): where the
+        weights are constants (served, `keras_albert.export.precision.ModelCall`) TensorFlow
+        folds the concatenation away. Quantized or LoRA layers keep their own calls.
+        """
+        denses = (self.query_dense, self.key_dense, self.value_dense)
+        if any(dense.quantization_mode is not None or dense.lora_enabled for dense in denses):
+            return [
+                self._split_heads(dense(tokens), batch_size, sequence_length) for dense in denses
+            ]
+        kernel = ops.concatenate([dense.kernel for dense in denses], axis=1)
+        bias = ops.concatenate([dense.bias for dense in denses], axis=0)
+        projected = ops.matmul(tokens, kernel) + bias  # (batch * seq, 3 * H)
+        projected = ops.reshape(
+            projected, (batch_size, sequence_length, 3, self.num_heads, self.head_dim)
+        )
+        return ops.unstack(ops.transpose(projected, (2, 0, 3, 1, 4)), num=3, axis=0)
+
     def call(self, inputs, padding_mask=None, training=None):
         batch_size, sequence_length = ops.shape(inputs)[0], ops.shape(inputs)[1]
         tokens = _tokens(inputs)
-        query = self._split_heads(self.query_dense(tokens), batch_size, sequence_length)
-        key = self._split_heads(self.key_dense(tokens), batch_size, sequence_length)
-        value = self._split_heads(self.value_dense(tokens), batch_size, sequence_length)
+        query, key, value = self._query_key_value(tokens, batch_size, sequence_length)
 
         query = query * ops.cast(1.0 / math.sqrt(self.head_dim), query.dtype)
         scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))  # (batch, heads, seq, seq)
