@@ -125,10 +125,11 @@ class ModelCall:
         return self._traced[key](inputs)
 
     def _with_constant_weights(self, inputs: dict):
+        weights = self._model.weights
         with tf.init_scope():  # read eagerly, outside the graph being traced
-            values = [weight.numpy() for weight in self._model.weights]
-        weights = [(w, tf.constant(v)) for w, v in zip(self._model.weights, values, strict=True)]
-        with keras.StatelessScope(state_mapping=weights):
+            values = [weight.numpy() for weight in weights]
+        constants = [(w, tf.constant(v)) for w, v in zip(weights, values, strict=True)]
+        with keras.StatelessScope(state_mapping=constants):
             return self._function(inputs)
 
 
