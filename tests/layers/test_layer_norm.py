@@ -3,13 +3,17 @@
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
-from keras_albert.layers.layer_norm import LayerNorm
+from keras_albert.layers.layer_norm import FUSED_MIN_ROWS, LayerNorm
+from tests.layers.served_kernels import needs_onednn, served_kernels
+
+FEW, MANY = (2, 7), (2, FUSED_MIN_ROWS)  # rows below the fused kernel's threshold, and above
 
 
-def _pair(dtype, width=48):
+def _pair(dtype, width=48, rows=FEW):
     rng = np.random.default_rng(3)
-    x = rng.normal(0.5, 2.0, (2, 7, width)).astype("float32")
+    x = rng.normal(0.5, 2.0, (*rows, width)).astype("float32")
     weights = [1 + rng.normal(0, 0.1, width), rng.normal(0, 0.1, width)]
     layers = []
     for layer in (
@@ -28,16 +32,54 @@ def test_float32_compute_is_keras_exactly():
     np.testing.assert_array_equal(np.asarray(ours(x)), np.asarray(theirs(x)))
 
 
-@pytest.mark.parametrize("dtype", ["bfloat16", "mixed_bfloat16", "mixed_float16"])
-def test_16_bit_compute_equals_keras_to_its_rounding(dtype):
-    x, (ours, theirs) = _pair(dtype)
-    reference = np.asarray(keras.ops.cast(theirs(x), "float32"))
-    actual = np.asarray(keras.ops.cast(ours(x), "float32"))
-    assert ours(x).dtype == theirs(x).dtype
+def _as_float32(x):
+    return np.asarray(keras.ops.cast(x, "float32"))
+
+
+def _dynamic(layer):
+    spec = tf.TensorSpec([None, None, layer.gamma.shape[0]], "float32")
+    return tf.function(layer, input_signature=[spec])
+
+
+def _assert_one_rounding_apart(actual, reference, dtype):
     # Both compute in float32 and round the result once to 16 bits: at most one unit apart.
     step = 2.0**-7 if "bfloat16" in dtype else 2.0**-10
     assert np.all(np.abs(actual - reference) <= step * np.maximum(np.abs(reference), 1.0))
     assert np.abs(actual - reference).max() < 0.05
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "mixed_bfloat16", "mixed_float16"])
+def test_16_bit_compute_equals_keras_to_its_rounding(dtype):
+    x, (ours, theirs) = _pair(dtype, rows=MANY)
+    assert ours(x).dtype == theirs(x).dtype
+    _assert_one_rounding_apart(_as_float32(ours(x)), _as_float32(theirs(x)), dtype)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "mixed_float16"])
+def test_16_bit_compute_of_few_rows_is_keras_exactly(dtype):
+    x, (ours, theirs) = _pair(dtype, rows=FEW)
+    np.testing.assert_array_equal(_as_float32(ours(x)), _as_float32(theirs(x)))
+
+
+@pytest.mark.parametrize("rows", [FEW, MANY, (1, FUSED_MIN_ROWS - 1), (1, FUSED_MIN_ROWS)])
+def test_rows_known_only_when_run_choose_the_same_way(rows):
+    x, (ours, theirs) = _pair("bfloat16", rows=rows)
+    dynamic = _as_float32(_dynamic(ours)(x))
+    np.testing.assert_array_equal(dynamic, _as_float32(ours(x)))
+    if np.prod(rows) < FUSED_MIN_ROWS:
+        np.testing.assert_array_equal(dynamic, _as_float32(theirs(x)))
+    _assert_one_rounding_apart(dynamic, _as_float32(theirs(x)), "bfloat16")
+
+
+@needs_onednn
+def test_served_many_rows_run_one_fused_kernel_and_few_rows_keras_graph():
+    x, (layer, theirs) = _pair("bfloat16", width=64, rows=MANY)
+    many, result = served_kernels(layer, x)
+    assert "_MklLayerNorm" in many and "Rsqrt" not in many, sorted(many)
+    _assert_one_rounding_apart(_as_float32(result), _as_float32(theirs(x)), "bfloat16")
+    few, result = served_kernels(layer, x[:, :3])
+    assert "_MklLayerNorm" not in few and "Rsqrt" in few, sorted(few)
+    np.testing.assert_array_equal(_as_float32(result), _as_float32(theirs(x[:, :3])))
 
 
 def test_other_axes_fall_back_to_keras():
