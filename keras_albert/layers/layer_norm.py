@@ -71,10 +71,8 @@ class LayerNorm(keras.layers.LayerNormalization):
         return ops.cast(self.gamma, "float32"), ops.cast(self.beta, "float32")
 
     def _fused(self, inputs, gamma, beta):
-        # As rows × width: the rewrite only takes rank 2 or 3, and in a branch the rank of
-        # `inputs` is no longer known.
-        x = ops.reshape(ops.cast(inputs, "float32"), (-1, self.gamma.shape[0]))
-        mean, variance = ops.moments(x, axes=[1], keepdims=True)
+        x = ops.cast(inputs, "float32")
+        mean, variance = ops.moments(x, axes=[len(inputs.shape) - 1], keepdims=True)
         scale = ops.rsqrt(variance + self.epsilon) * gamma
         outputs = x * scale + (beta - scale * mean)
-        return ops.reshape(ops.cast(outputs, self.compute_dtype), ops.shape(inputs))
+        return ops.cast(outputs, self.compute_dtype)
