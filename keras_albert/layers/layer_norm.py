@@ -20,8 +20,8 @@ class LayerNorm(keras.layers.LayerNormalization):
     with `g = γ / sqrt(var + ε)`, in float32.
 
     Keras's own graph (`x·g + (−mean·g + β)`) is the same arithmetic in an order TensorFlow's
-    oneDNN graph rewrite does not recognize; this order, on rows × width, it fuses into one
-    `_MklLayerNorm` kernel where γ and β are graph constants (as served:
+    oneDNN graph rewrite does not recognize; this order, with the axis written non-negative, it
+    fuses into one `_MklLayerNorm` kernel where γ and β are graph constants (as served:
     `keras_albert.export.precision.ModelCall`) instead of about ten element-wise ops. That
     kernel pays a fixed ~0.1 ms per call, so fewer rows (a served sentence) keep Keras's graph;
     where the row count is only known when run, a conditional chooses, and γ and β are written
