@@ -43,6 +43,7 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
+from keras_albert.layers.layer_norm import constant_weights
 from keras_albert.models import AlbertBackbone
 from keras_albert.validation import require_one_of
 
@@ -129,7 +130,7 @@ class ModelCall:
         with tf.init_scope():  # read eagerly, outside the graph being traced
             values = [weight.numpy() for weight in weights]
         constants = [(w, tf.constant(v)) for w, v in zip(weights, values, strict=True)]
-        with keras.StatelessScope(state_mapping=constants):
+        with keras.StatelessScope(state_mapping=constants), constant_weights():
             return self._function(inputs)
 
 

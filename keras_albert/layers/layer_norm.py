@@ -1,6 +1,8 @@
 """LayerNorm over the last axis, written so that TensorFlow can fuse it when served in 16 bits."""
 
+import contextlib
 import math
+import threading
 
 import keras
 import tensorflow as tf  # the backend keras_albert runs on; only for `tf.get_static_value`
@@ -11,6 +13,22 @@ _FUSED_DTYPES = ("bfloat16", "float16")
 # rows. Below this many rows Keras's element-wise graph is faster (measured, width 768, in
 # bfloat16: 43 vs 119 µs at 20 rows, 156 vs 172 at 64, 433 vs 175 at 128, 881 vs 331 at 1024).
 FUSED_MIN_ROWS = 64
+
+_serving = threading.local()
+
+
+@contextlib.contextmanager
+def constant_weights():
+    """Within it (while `keras_albert.export.precision.ModelCall` traces a served model, whose
+    weights are graph constants), a `LayerNorm` writes γ and β into its conditional's fused
+    branch as constants of the branch: the one form TensorFlow's rewrite fuses. Nowhere else:
+    a copy is not differentiable, and γ and β may be constants that a gradient tape watches."""
+    depth = getattr(_serving, "depth", 0)
+    _serving.depth = depth + 1
+    try:
+        yield
+    finally:
+        _serving.depth = depth
 
 
 @keras.saving.register_keras_serializable(package="keras_albert")
@@ -24,11 +42,12 @@ class LayerNorm(keras.layers.LayerNormalization):
     fuses into one `_MklLayerNorm` kernel where γ and β are graph constants (as served:
     `keras_albert.export.precision.ModelCall`) instead of about ten element-wise ops. That
     kernel pays a fixed ~0.1 ms per call, so fewer rows (a served sentence) keep Keras's graph;
-    where the row count is only known when run, a conditional chooses, and γ and β are written
-    into its branch as constants again. The kernel differs from the exact float32 result by up
-    to ≈ 5e-4 (measured, width 64 and 768): far below bfloat16's own rounding (≈ 4e-3
-    relative), too far for a float32 model, which keeps Keras's graph. Anything but the last
-    axis with centering and scaling (ALBERT's only use) falls back to Keras's graph too.
+    where the row count is only known when run, a conditional chooses, and, served
+    (`constant_weights`), γ and β are written into its branch as constants again. The kernel
+    differs from the exact float32 result by up to ≈ 5e-4 (measured, width 64 and 768): far
+    below bfloat16's own rounding (≈ 4e-3 relative), too far for a float32 model, which keeps
+    Keras's graph. Anything but the last axis with centering and scaling (ALBERT's only use)
+    falls back to Keras's graph too.
 
     Example:
     >>> LayerNorm(epsilon=1e-12)(ops.ones((1, 3, 8))).shape
@@ -50,9 +69,11 @@ class LayerNorm(keras.layers.LayerNormalization):
                 return super().call(inputs)
             return self._fused(inputs, *self._float32_weights())
         # A branch sees the enclosing graph's constants as inputs, which the rewrite does not
-        # fuse: their values are written into the branch as its own constants.
+        # fuse: served, their values are written into the branch as its own constants.
         weights = self._float32_weights()
-        values = [tf.get_static_value(weight) for weight in weights]
+        values = [None, None]
+        if getattr(_serving, "depth", 0):
+            values = [tf.get_static_value(weight) for weight in weights]
 
         def fused():
             constants = (
@@ -62,7 +83,7 @@ class LayerNorm(keras.layers.LayerNormalization):
             return self._fused(inputs, *constants)
 
         return ops.cond(
-            ops.size(inputs) // self.gamma.shape[0] < FUSED_MIN_ROWS,
+            ops.cast(ops.size(inputs), "int64") // self.gamma.shape[0] < FUSED_MIN_ROWS,
             lambda: super(LayerNorm, self).call(inputs),
             fused,
         )

@@ -90,3 +90,28 @@ def test_other_axes_fall_back_to_keras():
         np.asarray(keras.ops.cast(ours(x), "float32")),
         np.asarray(keras.ops.cast(theirs(x), "float32")),
     )
+
+
+@pytest.mark.parametrize("rows", [FEW, MANY])
+def test_gradients_of_constant_weights_outside_serving_equal_keras(rows):
+    # γ and β as constants a tape watches (a stateless train step): not replaced by copies.
+    x, (ours, theirs) = _pair("mixed_bfloat16", rows=rows)
+    spec = tf.TensorSpec([None, None, x.shape[-1]], "float32")
+
+    def gradients(layer):
+        values = layer.get_weights()
+
+        @tf.function(input_signature=[spec])
+        def step(x):
+            weights = [tf.constant(value) for value in values]
+            with tf.GradientTape() as tape:
+                tape.watch(weights)
+                outputs, _ = layer.stateless_call(weights, [], x)
+                loss = tf.reduce_sum(tf.cast(outputs, "float32") * tf.range(1.0, 1.0 + x.shape[-1]))
+            return tape.gradient(loss, weights)
+
+        return [np.asarray(g) for g in step(x)]
+
+    for ours_gradient, keras_gradient in zip(gradients(ours), gradients(theirs), strict=True):
+        np.testing.assert_allclose(ours_gradient, keras_gradient, rtol=2e-2, atol=1e-3 * x.size)
+        assert np.abs(ours_gradient).max() > 1.0
