@@ -245,16 +245,12 @@ class AlbertServingModule(tf.Module):
         self.class_names = class_names
         self.tokenizer = tokenizer
         # Plain holders hide the Keras objects from tf.Module's attribute tracking.
-        self._untracked = _Untracked(
+        self._untracked = Untracked(
             model=model,
             packer=tokenizer.packer(max_sequence_length),
             model_call=ModelCall(model, self._model_outputs),
         )
-        self._asset_directory = tempfile.TemporaryDirectory(prefix="albert_spm_")
-        asset_path = os.path.join(self._asset_directory.name, SENTENCEPIECE_ASSET)
-        with open(asset_path, "wb") as file:
-            file.write(tokenizer.serialized_model)
-        self.sentencepiece_model = tf.saved_model.Asset(asset_path)
+        self._asset_directory, self.sentencepiece_model = sentencepiece_asset(tokenizer)
         self.endpoints = self._build_endpoints()
         self.model_variables = captured_variables(self.endpoints)
 
@@ -384,9 +380,22 @@ class AlbertServingModule(tf.Module):
         return export_dir
 
 
-class _Untracked:
+class Untracked:
+    """A plain holder: hides Keras objects (the model, packer, `ModelCall`) from tf.Module's
+    attribute tracking."""
+
     def __init__(self, **objects):
         self.__dict__.update(objects)
+
+
+def sentencepiece_asset(tokenizer) -> tuple[tempfile.TemporaryDirectory, tf.saved_model.Asset]:
+    """The tokenizer's SentencePiece model written to a temporary file, as the export's asset.
+    Keep the directory (returned first) alive as long as the module: it is removed with it."""
+    directory = tempfile.TemporaryDirectory(prefix="albert_spm_")
+    path = os.path.join(directory.name, SENTENCEPIECE_ASSET)
+    with open(path, "wb") as file:
+        file.write(tokenizer.serialized_model)
+    return directory, tf.saved_model.Asset(path)
 
 
 def _set_method_name(export_dir: str, signature_name: str, method_name: str) -> None:

@@ -10,26 +10,21 @@ A subclass also gives `warmup_inputs()`: `(signature name, inputs)` pairs for th
 from __future__ import annotations
 
 import os
-import tempfile
 
 import keras
 import tensorflow as tf
 
 from keras_albert.export.precision import ModelCall
 from keras_albert.export.saved_model import (
-    SENTENCEPIECE_ASSET,
+    Untracked,
     captured_variables,
     checked_text_inputs,
     checked_token_inputs,
+    sentencepiece_asset,
 )
 from keras_albert.text.tokenizer import AlbertTokenizer
 
 TOKEN_INPUTS = ("token_ids", "segment_ids", "padding_mask")
-
-
-class _Untracked:
-    def __init__(self, **objects):
-        self.__dict__.update(objects)
 
 
 class TaskServingModule(tf.Module):
@@ -52,14 +47,10 @@ class TaskServingModule(tf.Module):
         self.max_sequence_length = checked_text_inputs(tokenizer, config, max_sequence_length)
         self.tokenizer = tokenizer
         self.text_pair = False
-        self._untracked = _Untracked(
+        self._untracked = Untracked(
             model=model, model_call=ModelCall(model, lambda inputs: model(inputs, training=False))
         )
-        self._asset_directory = tempfile.TemporaryDirectory(prefix="albert_spm_")
-        asset_path = os.path.join(self._asset_directory.name, SENTENCEPIECE_ASSET)
-        with open(asset_path, "wb") as file:
-            file.write(tokenizer.serialized_model)
-        self.sentencepiece_model = tf.saved_model.Asset(asset_path)
+        self._asset_directory, self.sentencepiece_model = sentencepiece_asset(tokenizer)
 
     def _finish(self) -> None:
         """Builds the endpoints and collects the variables they capture (call last in init)."""

@@ -8,9 +8,6 @@ from keras import ops
 
 from keras_albert.validation import ACTIVATIONS, require_one_of
 
-# The original ALBERT "gelu" is the tanh approximation (Hugging Face calls it "gelu_new");
-# Keras's "gelu" defaults to the exact erf form, so each name is mapped explicitly.
-
 
 def gelu_approximate(x):
     """The tanh approximation of GELU, `0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))`.
@@ -19,8 +16,8 @@ def gelu_approximate(x):
     term in the order TensorFlow's oneDNN graph rewrite fuses, with the preceding
     multiply-and-bias, into one kernel when the model is served
     (`(0.044715·x)·x²`, then `((tanh(·) + 1)·0.5)·x`); from `x³` TensorFlow reassociates the
-    product into an order it does not recognize. This is the activation's whole cost at
-    inference: about 8 element-wise kernels per layer pass, of ~20 in all.
+    product into an order it does not recognize and keeps about 8 element-wise kernels per
+    layer pass.
 
     Example:
     >>> round(float(gelu_approximate(ops.convert_to_tensor(1.0))), 6)
@@ -32,6 +29,8 @@ def gelu_approximate(x):
     return ops.multiply(ops.multiply(ops.add(ops.tanh(inner), 1.0), 0.5), x)
 
 
+# The original ALBERT "gelu" is the tanh approximation (Hugging Face calls it "gelu_new");
+# Keras's "gelu" defaults to the exact erf form, so each name is mapped explicitly.
 _FUNCTIONS = {
     "gelu_approximate": gelu_approximate,
     "gelu": functools.partial(keras.activations.gelu, approximate=False),
