@@ -37,7 +37,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 from keras_albert.convert import resolve_config  # noqa: E402
-from keras_albert.training.finetuning import FinetuningOptions, finetune  # noqa: E402
+from keras_albert.finetuning.driver import FinetuningOptions, finetune  # noqa: E402
 
 
 def main() -> None:
@@ -119,7 +119,7 @@ def _subset(path: str, size: int, seed: int, output_dir: str) -> str:
 
 
 def _majority_baseline(path: str) -> float:
-    from keras_albert.text.glue import read_examples
+    from keras_albert.finetuning.glue.reader import read_examples
 
     labels = read_examples(path, "SST-2").labels
     return float(max(labels.mean(), 1 - labels.mean()))

@@ -30,8 +30,8 @@ from interleaved import interleaved_rates, report  # noqa: E402 (benchmarks/inte
 from results import default_path, write_results  # noqa: E402 (benchmarks/results.py)
 
 from keras_albert import AlbertBackbone, AlbertPretrainer  # noqa: E402
+from keras_albert.finetuning.driver import build_optimizer  # noqa: E402
 from keras_albert.models import AlbertClassifier  # noqa: E402
-from keras_albert.training.finetuning import build_optimizer  # noqa: E402
 from keras_albert.training.lamb import Lamb  # noqa: E402
 from keras_albert.training.loop import TrainingLoop  # noqa: E402
 from keras_albert.training.objective import Objective  # noqa: E402

@@ -156,8 +156,8 @@ def probe_stage(args, options: MainJobOptions) -> dict:
     from sklearn.feature_extraction.text import CountVectorizer
     from sklearn.linear_model import LogisticRegression
 
+    from keras_albert.finetuning.glue.reader import make_dataset, read_examples
     from keras_albert.models.backbone import AlbertBackbone
-    from keras_albert.text.glue import make_dataset, read_examples
     from keras_albert.text.tokenizer import AlbertTokenizer
     from keras_albert.training.intrinsic_eval import load_pretrainer
 
@@ -234,7 +234,7 @@ def _finetune_scores(args, options: MainJobOptions, runs: list[dict]) -> list[fl
     trained `options.finetune_processes` at a time (`parallel_runs.finetune_runs`).
 
     A run: `side`, `train_file`, `eval_file`, `lr`, `seed`, `output_dir`, `num_rows`."""
-    from keras_albert.training.parallel_runs import finetune_runs
+    from keras_albert.finetuning.parallel_runs import finetune_runs
 
     def score_path(run):
         return os.path.join(run["output_dir"], "score.json")

@@ -182,15 +182,24 @@ def parse_bool_or_auto(text: str):
     return choices[text.lower()]
 
 
-def parse_int_or_none(text: str):
-    """`none` (any case) → None, else an int: e.g. `pad_to_multiple_of`."""
+def _number_or_none(text: str, kind: type, what: str):
     if text.lower() == "none":
         return None
     try:
-        return int(text)
+        return kind(text)
     except ValueError:
-        message = f"expected an integer or none. Received: {text!r}"
+        message = f"expected {what} or none. Received: {text!r}"
         raise argparse.ArgumentTypeError(message) from None
+
+
+def parse_int_or_none(text: str):
+    """`none` (any case) → None, else an int: e.g. `pad_to_multiple_of`."""
+    return _number_or_none(text, int, "an integer")
+
+
+def parse_float_or_none(text: str):
+    """`none` (any case) → None, else a float: e.g. `null_score_threshold`."""
+    return _number_or_none(text, float, "a number")
 
 
 # ------------------------------------------------------------------------------------------

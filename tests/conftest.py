@@ -5,6 +5,11 @@
 - A skip is a failure unless the test is marked `allowed_skip` (or is a gated slow test): a
   missing test dependency or a broken fixture must not turn parity evidence into a quiet "s".
   The session ends with exit status 1 and lists the skips that were not allowed.
+- The tokenizer fixtures (`albert_tokenizer`, `albert_tokenizer_hf_quotes`, `hf_reference`)
+  are module-scoped, not session-scoped: a test that seeds TensorFlow
+  (`keras.utils.set_random_seed`, as the training drivers do) clears TensorFlow's kernel cache,
+  which drops a SentencePiece resource made before it; a session-wide tokenizer would then fail
+  in whichever module happens to run next (the order differs under pytest-xdist).
 - With the `CI` environment variable set, Hypothesis runs derandomized (the "ci" profile), so
   a red CI run replays the same examples.
 """
@@ -17,12 +22,34 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import pytest  # noqa: E402
 from hypothesis import settings  # noqa: E402
 
+from tests.text.text_data import ALBERT_MODEL, HuggingFaceReference  # noqa: E402
+
 settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
 
 ALLOWED_SKIP = "allowed_skip"
 _unallowed_skips = []
+
+
+@pytest.fixture(scope="module")
+def albert_tokenizer():
+    from keras_albert.text.tokenizer import AlbertTokenizer
+
+    return AlbertTokenizer(ALBERT_MODEL)
+
+
+@pytest.fixture(scope="module")
+def albert_tokenizer_hf_quotes():
+    """The tokenizer with Hugging Face's extra quote normalization, for parity with it."""
+    from keras_albert.text.tokenizer import AlbertTokenizer
+
+    return AlbertTokenizer(ALBERT_MODEL, normalize_quotes=True)
+
+
+@pytest.fixture(scope="session")
+def hf_reference():
+    return HuggingFaceReference(ALBERT_MODEL)
 
 
 def pytest_addoption(parser):

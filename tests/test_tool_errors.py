@@ -16,8 +16,8 @@ import pytest
 
 from keras_albert import AlbertConfig
 from keras_albert.cli import DEBUG_HELP
+from keras_albert.finetuning.driver import FinetuningOptions, finetune
 from keras_albert.training import pretraining
-from keras_albert.training.finetuning import FinetuningOptions, finetune
 from keras_albert.training.loop import TrainingLoop
 from tests.text.glue_rows import GLUE_DATA
 from tests.training.test_finetuning import TINY_30K

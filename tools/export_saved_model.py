@@ -27,12 +27,15 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 from keras_albert.cli import (  # noqa: E402
     add_options,
     options_from_args,
+    parse_float_or_none,
     run_tool,
     with_debug_help,
 )
 from keras_albert.convert import MODEL_KINDS  # noqa: E402
 from keras_albert.export import BatchingParameters, export_checkpoint  # noqa: E402
 from keras_albert.export.precision import PRECISIONS  # noqa: E402
+from keras_albert.finetuning.race import defaults as race_defaults  # noqa: E402
+from keras_albert.finetuning.squad import defaults as squad_defaults  # noqa: E402
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,8 +66,9 @@ class ExportOptions:
         max_query_length: question answering: question tokens kept.
         n_best_size: question answering: starts and ends considered per window.
         max_answer_length: question answering: longest answer, in tokens.
-        null_score_threshold: question answering: answer "" when null_odds exceeds it;
-            default: always the best span.
+        null_score_threshold: question answering: answer "" when null_odds exceeds it (the
+            threshold fine-tuning evaluates SQuAD v2.0 with); "none": always the best span
+            (a SQuAD v1.1 model).
         num_choices: multiple choice: options per question in a request.
         max_qa_length: multiple choice: the most tokens of the question + option segment.
     """
@@ -88,13 +92,15 @@ class ExportOptions:
     max_batch_size: int = BatchingParameters.max_batch_size
     precision: str = dataclasses.field(default="float32", metadata={"choices": PRECISIONS})
     num_layers: int | None = None
-    doc_stride: int = 128
-    max_query_length: int = 64
-    n_best_size: int = 20
-    max_answer_length: int = 30
-    null_score_threshold: float | None = None
-    num_choices: int = 4
-    max_qa_length: int = 128
+    doc_stride: int = squad_defaults.DOC_STRIDE
+    max_query_length: int = squad_defaults.MAX_QUERY_LENGTH
+    n_best_size: int = squad_defaults.N_BEST_SIZE
+    max_answer_length: int = squad_defaults.MAX_ANSWER_LENGTH
+    null_score_threshold: float | None = dataclasses.field(
+        default=squad_defaults.NULL_SCORE_THRESHOLD, metadata={"parse": parse_float_or_none}
+    )
+    num_choices: int = race_defaults.NUM_CHOICES
+    max_qa_length: int = race_defaults.MAX_QA_LENGTH
 
 
 def build_parser() -> argparse.ArgumentParser:

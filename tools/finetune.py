@@ -6,7 +6,7 @@ Defaults per task: google-research/albert run_glue.sh for GLUE, the original REA
 (lr 5e-5, batch 48, 2 epochs, 10% warmup, sequence length 384) and RACE (lr 1e-5, batch 32,
 12,000 steps, 1,000 warmup, sequence length 512), Hugging Face run_ner for NER (lr 5e-5, batch
 32, 3 epochs, sequence length 128); --scale shrinks the step counts. Every flag is a field of
-`keras_albert.training.options.FinetuningOptions` (its docstring gives the meaning, the
+`keras_albert.finetuning.options.FinetuningOptions` (its docstring gives the meaning, the
 default is the dataclass's).
 
 Examples:
@@ -41,7 +41,7 @@ from keras_albert.cli import (  # noqa: E402
     run_tool,
     with_debug_help,
 )
-from keras_albert.training.options import FinetuningOptions  # noqa: E402
+from keras_albert.finetuning.options import FinetuningOptions  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -56,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     options = options_from_args(build_parser().parse_args(argv), FinetuningOptions)
-    from keras_albert.training.finetuning import finetune
+    from keras_albert.finetuning.driver import finetune
 
     finetune(options)
     return 0

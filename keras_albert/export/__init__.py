@@ -4,9 +4,10 @@ from keras_albert.export.modules import (
     MultipleChoiceServingModule,
     QuestionAnsweringServingModule,
     TokenClassificationServingModule,
+    export_saved_model,
     serving_module,
 )
-from keras_albert.export.saved_model import AlbertServingModule, export_saved_model
+from keras_albert.export.saved_model import AlbertServingModule
 from keras_albert.export.serving_layout import (
     BatchingParameters,
     export_checkpoint,

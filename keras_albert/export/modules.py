@@ -1,4 +1,5 @@
-"""The serving module of any keras_albert model: `serving_module(model, tokenizer, ...)`.
+"""The serving module of any keras_albert model: `serving_module(model, tokenizer, ...)`, and
+`export_saved_model`, which writes it.
 
 Classifiers, regressors, backbones and pretrainers get an `AlbertServingModule`; the task models
 get theirs: `AlbertQuestionAnswerer` → `QuestionAnsweringServingModule`, `AlbertMultipleChoice`
@@ -7,13 +8,18 @@ get theirs: `AlbertQuestionAnswerer` → `QuestionAnsweringServingModule`, `Albe
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Mapping, Sequence
+
+import keras
+import tensorflow as tf
 
 from keras_albert.export.multiple_choice import MultipleChoiceServingModule
 from keras_albert.export.precision import serving_model
 from keras_albert.export.question_answering import QuestionAnsweringServingModule
 from keras_albert.export.saved_model import AlbertServingModule, model_task
 from keras_albert.export.token_classification import TokenClassificationServingModule
+from keras_albert.text.tokenizer import AlbertTokenizer
 
 TASK_MODULES = {
     "question_answering": QuestionAnsweringServingModule,
@@ -64,3 +70,39 @@ def serving_module(
     return TASK_MODULES[task](
         model, tokenizer, max_sequence_length=max_sequence_length, **dict(task_options or {})
     )
+
+
+def export_saved_model(
+    model: keras.Model,
+    tokenizer: AlbertTokenizer,
+    export_dir: str | os.PathLike,
+    text_pair: bool = False,
+    max_sequence_length: int | None = None,
+    pad_to_max_length: bool = False,
+    class_names: Sequence[str] | None = None,
+    precision: str = "float32",
+    num_layers: int | None = None,
+    task_options: dict | None = None,
+) -> tf.Module:
+    """Writes `model` + `tokenizer` as a TF Serving SavedModel to `export_dir`.
+
+    See the module docstring for the signatures, and `AlbertServingModule` for the arguments.
+    Writes `export_dir` directly; `keras_albert.export.export_for_serving` writes a complete
+    versioned TF Serving directory atomically. Returns the module (its `pack` and `outputs`
+    run the endpoints eagerly). A task model (question answering, multiple choice, token
+    classification) is exported by `serving_module`, with
+    `task_options` its module's own arguments.
+    """
+    module = serving_module(
+        model,
+        tokenizer,
+        max_sequence_length=max_sequence_length,
+        task_options=task_options,
+        text_pair=text_pair,
+        pad_to_max_length=pad_to_max_length,
+        class_names=class_names,
+        precision=precision,
+        num_layers=num_layers,
+    )
+    module.save(export_dir)
+    return module

@@ -12,8 +12,8 @@ Signatures of `MultipleChoiceServingModule` (an `AlbertMultipleChoice`):
 - `serve_token_ids`: `token_ids`, `segment_ids`, `padding_mask` (`int32 [batch, choices,
   seq]`) → `logits`, `probabilities`, `answer_index`.
 
-Formatting and packing are `keras_albert.text.race`'s, in the graph (`choice_texts_graph`,
-`pack_choices`); the batch is padded to its longest packed choice.
+Formatting and packing are `keras_albert.finetuning.race.features`'s, in the graph
+(`choice_texts_graph`, `pack_choices`); the batch is padded to its longest packed choice.
 """
 
 from __future__ import annotations
@@ -27,8 +27,9 @@ from keras_albert.export.task_serving import (
     string_spec,
     token_specs,
 )
+from keras_albert.finetuning.race import defaults as race_defaults
+from keras_albert.finetuning.race.features import choice_texts_graph, pack_choices
 from keras_albert.models import AlbertMultipleChoice
-from keras_albert.text.race import MAX_QA_LENGTH, choice_texts_graph, pack_choices
 from keras_albert.validation import require_int
 
 WARMUP_EXAMPLE = (
@@ -45,14 +46,21 @@ class MultipleChoiceServingModule(TaskServingModule):
         model: an `AlbertMultipleChoice`.
         tokenizer: its `AlbertTokenizer`.
         max_sequence_length: packed length of each choice; default the model's limit.
-        num_choices: options per question in a request (4, as RACE).
-        max_qa_length: the most tokens of the question + option segment (128, `race_utils`).
+        num_choices: options per question in a request (RACE's 4).
+        max_qa_length: the most tokens of the question + option segment (`race_utils`).
+
+    The defaults are RACE's (`keras_albert.finetuning.race.defaults`).
     """
 
     task = "multiple_choice"
 
     def __init__(
-        self, model, tokenizer, max_sequence_length=None, num_choices=4, max_qa_length=MAX_QA_LENGTH
+        self,
+        model,
+        tokenizer,
+        max_sequence_length=None,
+        num_choices=race_defaults.NUM_CHOICES,
+        max_qa_length=race_defaults.MAX_QA_LENGTH,
     ):
         if not isinstance(model, AlbertMultipleChoice):
             raise TypeError(

@@ -13,8 +13,8 @@ Signatures of `QuestionAnsweringServingModule` (an `AlbertQuestionAnswerer`):
   (`int32 [windows, seq]`) → `start_logits`, `end_logits` (null span) or the answer-class
   head's outputs.
 
-In the graph, as `keras_albert.text.squad` + `squad_postprocess` do in Python: the context is
-tokenized with character offsets (`text.squad_graph`), the question cut to `max_query_length`
+In the graph, as `keras_albert.finetuning.squad.features` + `postprocess` do in Python: the
+context is tokenized with character offsets (`text.offsets`), the question cut to `max_query_length`
 tokens, the context cut into windows `[CLS] question [SEP] window [SEP]` of at most
 `max_sequence_length` tokens, `doc_stride` tokens apart; each window's max-context flags are
 computed; then the `n_best_size` best starts × ends per window, kept when both are context
@@ -37,8 +37,9 @@ from keras_albert.export.task_serving import (
     string_spec,
     token_specs,
 )
+from keras_albert.finetuning.squad import defaults as squad_defaults
 from keras_albert.models import AlbertQuestionAnswerer
-from keras_albert.text.squad_graph import (
+from keras_albert.text.offsets import (
     offsets_supported,
     tokenize_with_offsets_graph,
     trimmed_span,
@@ -58,11 +59,15 @@ class QuestionAnsweringServingModule(TaskServingModule):
         model: an `AlbertQuestionAnswerer`.
         tokenizer: its `AlbertTokenizer`.
         max_sequence_length: window length; default the model's limit.
-        doc_stride: context tokens between window starts (128).
-        max_query_length: question tokens kept (64).
-        n_best_size: starts and ends considered per window (20).
-        max_answer_length: longest answer in tokens (30).
-        null_score_threshold: answer "" when `null_odds` exceeds it; None: always the best span.
+        doc_stride: context tokens between window starts.
+        max_query_length: question tokens kept.
+        n_best_size: starts and ends considered per window.
+        max_answer_length: longest answer in tokens.
+        null_score_threshold: answer "" when `null_odds` exceeds it (the default is the one
+            fine-tuning evaluates and picks `best.keras` with); None: always the best span
+            (for a SQuAD v1.1 model, which never learned to abstain).
+
+    The defaults are SQuAD's (`keras_albert.finetuning.squad.defaults`).
     """
 
     task = "question_answering"
@@ -72,11 +77,11 @@ class QuestionAnsweringServingModule(TaskServingModule):
         model,
         tokenizer,
         max_sequence_length=None,
-        doc_stride=128,
-        max_query_length=64,
-        n_best_size=20,
-        max_answer_length=30,
-        null_score_threshold=None,
+        doc_stride=squad_defaults.DOC_STRIDE,
+        max_query_length=squad_defaults.MAX_QUERY_LENGTH,
+        n_best_size=squad_defaults.N_BEST_SIZE,
+        max_answer_length=squad_defaults.MAX_ANSWER_LENGTH,
+        null_score_threshold=squad_defaults.NULL_SCORE_THRESHOLD,
     ):
         if not isinstance(model, AlbertQuestionAnswerer):
             raise TypeError(

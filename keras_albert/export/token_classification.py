@@ -14,8 +14,9 @@ Signatures of `TokenClassificationServingModule` (an `AlbertTokenClassifier`):
 - `serve_token_ids`: `token_ids`, `segment_ids`, `padding_mask` → `logits`
   (`float32 [batch, seq, num_labels]`).
 
-Word → piece alignment is `keras_albert.text.conll.encode_words` (each word tokenized on its
-own, its first piece carries its tag), in the graph; the batch is padded to its longest.
+Word → piece alignment is `keras_albert.finetuning.ner.features.encode_words` (each word
+tokenized on its own, its first piece carries its tag), in the graph; the batch is padded to
+its longest.
 """
 
 from __future__ import annotations
@@ -29,9 +30,9 @@ from keras_albert.export.task_serving import (
     string_spec,
     token_specs,
 )
+from keras_albert.finetuning.ner.features import OUTSIDE, encode_words
 from keras_albert.models import AlbertTokenClassifier
-from keras_albert.text.conll import OUTSIDE, encode_words
-from keras_albert.text.squad_graph import decoded_characters
+from keras_albert.text.offsets import decoded_characters
 
 WARMUP_TEXTS = ("Jane Austen lived in Bath .", "", "@user loves New York 🗽")
 

@@ -13,7 +13,7 @@ class AlbertTokenClassifier(AlbertTask):
 
     sequence output → dropout → dense(num_labels) at every position. Output: float32 logits
     `(batch, seq, num_labels)`. Which positions count (the first piece of each word) is the
-    data's business: labels of the others are ignored by the loss (see `text.conll`).
+    data's business: labels of the others are ignored by the loss (see `finetuning.ner.features`).
 
     Args:
         backbone: an `AlbertBackbone` (pretrained or converted).

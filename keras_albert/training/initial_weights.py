@@ -1,18 +1,17 @@
-"""Where the drivers' weights and architecture come from, through the ONE checkpoint resolver
+"""Where pretraining's weights and architecture come from, through the ONE checkpoint resolver
 (`keras_albert.convert.load_checkpoint`: presets, config files, `.keras`, `.weights.h5`, our
 training outputs, Hugging Face and original TF1 checkpoints).
 
-The drivers call `initial_pretrainer(options)`, `copy_initial_weights(...)`,
-`initial_backbone(options)` and `sentencepiece_model_for(options)`.
+The pretraining driver calls `initial_pretrainer(options)` and `copy_initial_weights(...)`
+(fine-tuning's counterpart is `keras_albert.finetuning.initial_weights`).
 """
 
 from __future__ import annotations
 
 from keras_albert.config import AlbertConfig
-from keras_albert.convert import find_sentencepiece_model, load_checkpoint, resolve_config
-from keras_albert.models import AlbertBackbone, AlbertClassifier, AlbertPretrainer
-from keras_albert.text.glue import TaskSpec
-from keras_albert.training.options import FinetuningOptions, PretrainingOptions
+from keras_albert.convert import load_checkpoint, resolve_config
+from keras_albert.models import AlbertBackbone, AlbertPretrainer
+from keras_albert.training.options import PretrainingOptions
 
 # ------------------------------------------------------------------------------------------
 # Pretraining: the config, and the model to copy initial weights from.
@@ -60,27 +59,3 @@ def _architecture(config: AlbertConfig) -> dict:
     values.pop("dropout")
     values.pop("attention_dropout")
     return values
-
-
-# ------------------------------------------------------------------------------------------
-# Fine-tuning: the backbone every task head goes on, and the SentencePiece model next to the
-# checkpoint.
-
-
-def initial_backbone(options: FinetuningOptions) -> AlbertBackbone:
-    """`init_checkpoint`'s backbone (any head it had dropped), or a fresh backbone of the
-    `preset` / `config` architecture."""
-    source = options.init_checkpoint or options.preset or options.config
-    return load_checkpoint(source, model="backbone")
-
-
-def initial_classifier(options: FinetuningOptions, task: TaskSpec) -> AlbertClassifier:
-    """The classifier: `initial_backbone` with a fresh head."""
-    return AlbertClassifier(
-        initial_backbone(options), num_classes=task.num_classes, dropout=options.dropout
-    )
-
-
-def sentencepiece_model_for(options: FinetuningOptions) -> str | None:
-    """`options.sentencepiece_model`, else the one found beside `init_checkpoint`."""
-    return options.sentencepiece_model or find_sentencepiece_model(options.init_checkpoint)

@@ -24,18 +24,18 @@ from keras_albert import AlbertBackbone
 from keras_albert.export import requests as serving_requests
 from keras_albert.export.question_answering import QuestionAnsweringServingModule
 from keras_albert.export.serving_layout import export_for_serving
-from keras_albert.models import AlbertMultipleChoice, AlbertQuestionAnswerer, AlbertTokenClassifier
-from keras_albert.text.conll import (
+from keras_albert.finetuning.ner.features import (
     ConllSentences,
     label_list,
     make_ner_dataset,
     read_conll,
     word_predictions,
 )
-from keras_albert.text.race import RaceExamples, make_race_dataset, read_race
-from keras_albert.text.squad import read_squad_examples, squad_features, tokenize_with_offsets
-from keras_albert.text.squad_graph import tokenize_with_offsets_graph
-from keras_albert.text.squad_postprocess import decode_answer_class, decode_null_span
+from keras_albert.finetuning.race.features import RaceExamples, make_race_dataset, read_race
+from keras_albert.finetuning.squad.features import read_squad_examples, squad_features
+from keras_albert.finetuning.squad.postprocess import decode_answer_class, decode_null_span
+from keras_albert.models import AlbertMultipleChoice, AlbertQuestionAnswerer, AlbertTokenClassifier
+from keras_albert.text.offsets import tokenize_with_offsets, tokenize_with_offsets_graph
 from keras_albert.text.tokenizer import AlbertTokenizer
 from tests.export.conftest import HARNESS, read_logs
 from tests.export.serving_harness import integer_transposes

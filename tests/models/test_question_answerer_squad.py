@@ -11,8 +11,12 @@ import numpy as np
 import pytest
 
 from keras_albert import AlbertBackbone, AlbertQuestionAnswerer
-from keras_albert.text.squad import feature_arrays, read_squad_examples, squad_features
-from keras_albert.text.squad_postprocess import (
+from keras_albert.finetuning.squad.features import (
+    feature_arrays,
+    read_squad_examples,
+    squad_features,
+)
+from keras_albert.finetuning.squad.postprocess import (
     decode_answer_class,
     decode_null_span,
     write_evaluation,

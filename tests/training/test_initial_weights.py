@@ -14,7 +14,7 @@ from tests.helpers import tiny_backbone
 
 
 def classifier_from_pretrained(source, num_classes):
-    """What the fine-tuning driver builds (`initial_weights.initial_classifier`)."""
+    """What the fine-tuning driver builds (`keras_albert.finetuning.driver`)."""
     return AlbertClassifier(load_checkpoint(source, model="backbone"), num_classes=num_classes)
 
 

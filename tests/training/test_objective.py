@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from keras_albert.finetuning.driver import build_optimizer
+from keras_albert.finetuning.ner.task import ner_objective
 from keras_albert.models import AlbertClassifier, AlbertQuestionAnswerer
-from keras_albert.training.finetuning import build_optimizer
 from keras_albert.training.loop import TrainingLoop
-from keras_albert.training.ner_task import ner_objective
 from keras_albert.training.objective import Objective
 from tests.helpers import random_inputs, tiny_backbone
 

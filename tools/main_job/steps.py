@@ -119,7 +119,7 @@ def _corpus(options: MainJobOptions) -> tuple[list[str], list[str]]:
 
 def _build_corpus(options: MainJobOptions, train_files, held_out_files) -> dict:
     """The pretraining text and the held-out text (`task_corpus.build_task_corpus`)."""
-    from keras_albert.text.pretraining.task_corpus import build_task_corpus
+    from main_job.corpus import build_task_corpus
 
     corpus = build_task_corpus(
         options.path("corpus"),
@@ -155,7 +155,7 @@ def tokenizer_path(options: MainJobOptions) -> str:
 def pretraining_data_config(options: MainJobOptions, split: str):
     """How the `split` ("train" or "eval") records are made: the eval records are one pass."""
     from keras_albert.text.pretraining import PretrainingDataConfig
-    from keras_albert.text.pretraining.task_corpus import DOCUMENT_SPLIT
+    from main_job.corpus import DOCUMENT_SPLIT
 
     return PretrainingDataConfig(
         sequence_length=options.sequence_length,
@@ -251,7 +251,7 @@ def _finetune(options: MainJobOptions) -> dict:
     run per side and seed of `finetune_seeds` (the seed of the head's or the whole model's
     initial weights and of the batch order; the training sample is the same), all of them
     `finetune_processes` at a time (`parallel_runs.finetune_runs`)."""
-    from keras_albert.training.parallel_runs import finetune_runs
+    from keras_albert.finetuning.parallel_runs import finetune_runs
     from keras_albert.training.progress import format_duration
 
     train_file = options.path("finetuning", "sst2_train_sample.tsv")
@@ -309,7 +309,7 @@ def finetuning_options(options: MainJobOptions, from_scratch: bool, *, task="SST
     """The job's fine-tuning options (its tokenizer, lengths, batch, dynamic padding, XLA)
     for one run: from the pretraining checkpoint, or the same architecture from scratch.
     `run`: the run's own `FinetuningOptions` fields (data, output, rate, steps, seed, ...)."""
-    from keras_albert.training.finetuning import FinetuningOptions
+    from keras_albert.finetuning.driver import FinetuningOptions
 
     start = (
         {"config": pretraining_options(options).config}

@@ -1,0 +1,312 @@
+"""The fine-tuning driver: every task (GLUE-style classification, SQuAD, RACE, NER) through
+the one training loop (`keras_albert.training.loop`), under any strategy.
+
+`finetune(FinetuningOptions(...))` reads the task's files (`keras_albert.finetuning.registry`: one
+`FinetuningTask` per task), builds the task model on the backbone of our pretraining output, a
+converted checkpoint or (from scratch) a config, trains with AdamW and ALBERT's warmup + linear
+decay, evaluates the task's official metrics after every stretch of steps, keeps the best
+checkpoint and writes the best checkpoint's predictions.
+
+Every strategy `build_strategy` makes (one device, Mirrored, MultiWorkerMirrored, TPU) runs the
+same loop: the task's global batches are split among the replicas (`loop.replica_share`), the
+task's loss and metrics come from its `Objective`. Under MultiWorkerMirrored every worker
+trains and evaluates (the evaluations are identical), and only the chief writes `output_dir`;
+the other workers write to temporary directories they remove. Users who train a task model
+themselves can still `task.compile(model, optimizer)` and call `model.fit` on one host.
+
+What `output_dir` holds:
+
+    best.keras               the task model with the best main metric so far
+    history.csv              one row per evaluation: step, train loss/metrics (means over the
+                             stretch of steps before it) and the official metrics (`val_`)
+    logs/train, logs/validation   TensorBoard, over the optimizer step
+    metrics.json             the best checkpoint's official metrics
+    predictions              the best checkpoint's, per task:
+                               GLUE: eval_predictions.tsv (index, prediction, label) and, with
+                                 `test_data`, test_predictions.tsv (index, prediction)
+                               SQuAD: predictions.json, null_odds.json, nbest_predictions.json
+                               RACE: eval_predictions.jsonl (one line per question)
+                               NER: eval_predictions.conll (word, gold, predicted)
+    tokenizer.model          the SentencePiece model used (so the directory is self-contained)
+    summary.json             the options, recipe, best metrics and example counts
+
+Default recipes: google-research/albert `run_glue.sh` (commit 557c37b) per GLUE task, the
+original README's for SQuAD and RACE, Hugging Face `run_ner`'s for NER. `scale` multiplies
+train and warmup steps for small machines (`keras_albert.finetuning.recipes`). Progress: a
+heading "evaluation k/n: steps a-b of N, about T left" per stretch of steps between two
+evaluations, then a progress bar over its steps (`keras_albert.training.callbacks`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import shutil
+import tempfile
+import time
+import warnings
+
+import keras
+import tensorflow as tf
+
+from keras_albert.convert import find_sentencepiece_model, load_checkpoint
+from keras_albert.finetuning.elastic_depth import elastic_replica_fn
+from keras_albert.finetuning.options import FinetuningOptions
+from keras_albert.finetuning.recipes import epoch_plan, resolve_recipe
+from keras_albert.finetuning.registry import checked_task_class, make_task
+from keras_albert.training import run_directory
+from keras_albert.training.callbacks import EvaluationProgress
+from keras_albert.training.clipping import AdamW
+from keras_albert.training.logs import HistoryCsv, TensorBoardLogs
+from keras_albert.training.loop import TrainingLoop, replica_share, run_callbacks
+from keras_albert.training.schedule import WarmupPolynomialDecay, learning_rate_at
+from keras_albert.training.strategy import (
+    PEER_ERRORS,
+    build_strategy,
+    is_chief,
+    num_workers,
+    peer_failure,
+    resolve_jit_compile,
+    worker_name,
+)
+
+__all__ = ["FinetuningOptions", "build_optimizer", "finetune"]
+
+
+def finetune(options: FinetuningOptions) -> dict:
+    """Fine-tunes a model on `options.task`; returns the summary (also `summary.json`)."""
+    from keras_albert.text.tokenizer import AlbertTokenizer
+
+    checked_task_class(options)  # an unknown task fails before any work
+    # First: MultiWorkerMirroredStrategy must be made before TensorFlow runs any op.
+    strategy = build_strategy(
+        options.strategy, **({"tpu_address": options.tpu_address} if options.tpu_address else {})
+    )
+    chief = is_chief(strategy)
+    if options.pad_to_multiple_of is not None and isinstance(strategy, tf.distribute.TPUStrategy):
+        raise ValueError(
+            "`pad_to_multiple_of` must be None on TPUs (they compile one static shape). "
+            f"Received: pad_to_multiple_of={options.pad_to_multiple_of}"
+        )
+    # Seed before any tokenizer: seeding clears TensorFlow's kernel cache, which drops the
+    # SentencePiece resource of a tokenizer made earlier ("SentencepieceOp ... does not exist").
+    keras.utils.set_random_seed(options.seed)
+    run_directory.check_output_dir(options.output_dir)
+    sentencepiece_model = options.sentencepiece_model or find_sentencepiece_model(
+        options.init_checkpoint
+    )
+    if sentencepiece_model is None:
+        raise ValueError(
+            "`sentencepiece_model` must be given: none was found beside `init_checkpoint`. "
+            f"Received: sentencepiece_model=None, init_checkpoint={options.init_checkpoint!r}"
+        )
+    tokenizer = AlbertTokenizer(sentencepiece_model)
+
+    # Data.
+    task = make_task(options, tokenizer)
+    recipe = resolve_recipe(options, task.recipe(), task.num_train)
+    if recipe.batch_size % strategy.num_replicas_in_sync:
+        raise ValueError(
+            f"`batch_size` must be a multiple of the {strategy.num_replicas_in_sync} replicas "
+            f"(the global batch is split evenly). Received: batch_size={recipe.batch_size}"
+        )
+    epochs, steps_per_epoch = epoch_plan(
+        recipe.train_steps, recipe.batch_size, task.num_train_features(), options.epochs
+    )
+    train_steps = epochs * steps_per_epoch
+
+    # Model.
+    with strategy.scope():
+        # `init_checkpoint`'s backbone (any head dropped), or a fresh one of the architecture.
+        source = options.init_checkpoint or options.preset or options.config
+        backbone = load_checkpoint(source, model="backbone")
+        config = backbone.albert_config
+        if config.vocabulary_size != tokenizer.vocabulary_size:
+            raise ValueError(
+                f"The SentencePiece model {sentencepiece_model!r} has "
+                f"{tokenizer.vocabulary_size} pieces but the model's vocabulary_size is "
+                f"{config.vocabulary_size}."
+            )
+        if task.sequence_length > config.max_sequence_length:
+            raise ValueError(
+                f"`sequence_length` must be at most the model's max_sequence_length, "
+                f"{config.max_sequence_length}. Received: sequence_length="
+                f"{task.sequence_length}"
+            )
+        model = task.build_model(backbone)
+        optimizer = build_optimizer(
+            recipe.learning_rate, train_steps, recipe.warmup_steps, options.weight_decay_rate
+        )
+        task.compile(model, optimizer)  # what `best.keras` carries, for users' `model.fit`
+        optimizer.build(model.trainable_variables)
+    objective = task.objective(model)
+    replica_fn = objective.replica_fn
+    if options.elastic_depths:
+        replica_fn = elastic_replica_fn(objective, model, options.elastic_depths)
+
+    # The loop. The chief's output directory is made only now: a failed check leaves none
+    # behind; the other workers write to a temporary one they remove.
+    output_dir = options.output_dir
+    if chief:
+        run_directory.prepare_output_dir(output_dir)
+    else:
+        output_dir = tempfile.mkdtemp(prefix=f"keras_albert-{worker_name(strategy)}-")
+    loop = TrainingLoop(
+        strategy,
+        model,
+        optimizer,
+        replica_fn,
+        steps_per_execution=options.steps_per_execution,
+        jit_compile=resolve_jit_compile(options.jit_compile, strategy),
+    )
+    if chief:
+        print(
+            f"keras_albert: {task.name}: {task.num_train} train / {task.num_eval} eval "
+            f"examples; {train_steps} steps (batch {recipe.batch_size}, peak lr "
+            f"{recipe.learning_rate}, warmup {recipe.warmup_steps}), {epochs} evaluations"
+        )
+    # The backbone's pooler takes no part in the span and token heads: no gradient, by design.
+    warnings.filterwarnings("ignore", message=r"Gradients do not exist for variables \['pooler/")
+    best_path = os.path.join(output_dir, "best.keras")
+    try:
+        history = _train(loop, task, objective, recipe, options, output_dir, chief,
+                         epochs, steps_per_epoch)  # fmt: skip
+        best_results = None
+        if chief:  # the best model's predictions and metrics (outside the strategy: no peers)
+            best = keras.models.load_model(best_path)
+            best_results = task.evaluate(best, recipe.batch_size, output_dir=output_dir)
+    except KeyboardInterrupt:  # one line for the command, not TensorFlow's traceback
+        if not chief:
+            saved = f"the chief worker writes {options.output_dir}"
+        elif tf.io.gfile.exists(best_path):
+            saved = f"the best model so far is {best_path}"
+        else:
+            saved = f"nothing saved in {options.output_dir} yet"
+        raise KeyboardInterrupt(f"{saved} — rerun the same command to train again") from None
+    except PEER_ERRORS as error:
+        if num_workers(strategy) == 1:
+            raise
+        raise peer_failure(error, "rerun the same command") from error
+    finally:
+        if not chief:
+            shutil.rmtree(output_dir, ignore_errors=True)
+    best_epoch = max(history, key=lambda row: row[task.main_metric])["epoch"]
+    summary = {
+        "task": task.name,
+        "options": dataclasses.asdict(options),
+        "recipe": dataclasses.asdict(recipe),
+        "sequence_length": task.sequence_length,
+        "epochs": epochs,
+        "steps_per_epoch": steps_per_epoch,
+        "train_steps": train_steps,
+        **task.summary(),
+        "main_metric": task.main_metric,
+        "strategy": type(strategy).__name__,
+        "num_replicas": strategy.num_replicas_in_sync,
+        "num_workers": num_workers(strategy),
+        "history": history,
+        "best_epoch": best_epoch,
+        "best": best_results,
+    }
+    if not chief:
+        return {**summary, "chief": False}
+    run_directory.write_text_atomically(
+        os.path.join(output_dir, "metrics.json"), json.dumps(best_results, indent=2) + "\n"
+    )
+    run_directory.atomic_copy(sentencepiece_model, os.path.join(output_dir, "tokenizer.model"))
+    run_directory.write_summary(output_dir, summary)
+    print(json.dumps({"task": task.name, "best_epoch": best_epoch, "best": best_results}))
+    return summary
+
+
+def _train(loop, task, objective, recipe, options, output_dir, chief, epochs, steps_per_epoch):
+    """`epochs` stretches of `steps_per_epoch` steps, each followed by the task's evaluation;
+    saves the best model to `output_dir/best.keras`; returns one row per evaluation."""
+    batch_size = recipe.batch_size
+    iterator = loop.iterator(
+        lambda context: replica_share(
+            task.train_dataset(batch_size, options.seed), batch_size, context
+        )
+    )
+    train_steps = epochs * steps_per_epoch
+    progress = EvaluationProgress(
+        steps_per_epoch, train_steps, options.verbose if chief else 0, objective.names
+    )
+    callbacks: list = []
+    if chief:
+        history_path = os.path.join(output_dir, "history.csv")
+        if tf.io.gfile.exists(history_path):  # a rerun starts over: no rows of the last one
+            tf.io.gfile.remove(history_path)
+        callbacks = [
+            HistoryCsv(history_path, ("step", "epoch")),
+            TensorBoardLogs(os.path.join(output_dir, "logs")),
+        ]
+    best_path = os.path.join(output_dir, "best.keras")
+    best_value = -math.inf
+    history = []
+    chunk = max(1, loop.steps_per_execution)
+    progress.on_train_begin()
+    run_callbacks(callbacks, "on_train_begin", 0)
+    for epoch in range(epochs):
+        progress.on_epoch_begin(epoch)
+        started = time.perf_counter()
+        totals: dict = {}
+        done = 0
+        while done < steps_per_epoch:
+            count = min(chunk, steps_per_epoch - done)
+            sums = loop.train(iterator, count)
+            totals = {key: totals.get(key, 0.0) + value for key, value in sums.items()}
+            done += count
+            if progress.showing_bar:
+                progress.on_steps(done, objective.logs(totals, done))
+        logs = objective.logs(totals, steps_per_epoch)
+        if not math.isfinite(logs["loss"]):
+            raise FloatingPointError(
+                f"The training loss became NaN or infinite by step {(epoch + 1) * steps_per_epoch}."
+            )
+        seconds = time.perf_counter() - started
+        results = task.evaluate(loop.model, batch_size)
+        step = (epoch + 1) * steps_per_epoch
+        if chief and options.verbose:
+            train = ", ".join(f"{name} {value:.4g}" for name, value in logs.items())
+            shown = ", ".join(f"{name}={value:.4g}" for name, value in results.items())
+            print(
+                f"{task.name} eval after evaluation {epoch + 1} (step {step}, "
+                f"{steps_per_epoch / seconds:.3g} steps/s; train {train}): {shown}",
+                flush=True,
+            )
+        history.append({"epoch": epoch + 1, "step": step, **results})
+        if results[task.main_metric] > best_value:
+            best_value = results[task.main_metric]
+            run_directory.atomic_save_model(loop.model, best_path)
+        rate = learning_rate_at(loop.optimizer, step - 1)  # the last update's
+        row = {"step": step, "epoch": epoch + 1, "learning_rate": rate, **logs}
+        row.update({f"val_{name}": value for name, value in results.items()})
+        run_callbacks(callbacks, "on_log", step, row)
+    run_callbacks(callbacks, "on_train_end", train_steps)
+    return history
+
+
+def build_optimizer(
+    learning_rate: float, train_steps: int, warmup_steps: int, weight_decay_rate: float
+) -> AdamW:
+    """ALBERT's `--optimizer=adamw`: decoupled decay 0.01 (not on LayerNorm or biases),
+    epsilon 1e-6, gradients clipped to global norm 1, linear warmup then linear decay to 0.
+
+    Keras's AdamW corrects the moments' bias; ALBERT's AdamWeightDecayOptimizer does not. The
+    clipping applies to the gradient summed over replicas, as on one device
+    (`keras_albert.training.clipping`).
+    """
+    schedule = WarmupPolynomialDecay(learning_rate, warmup_steps, train_steps)
+    optimizer = AdamW(
+        learning_rate=schedule,
+        weight_decay=weight_decay_rate,
+        beta_1=0.9,
+        beta_2=0.999,
+        epsilon=1e-6,
+        global_clipnorm=1.0,
+    )
+    optimizer.exclude_from_weight_decay(var_names=["layer_norm", "LayerNorm", "bias"])
+    return optimizer

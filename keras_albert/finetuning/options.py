@@ -1,0 +1,187 @@
+"""`FinetuningOptions`: everything one fine-tuning run needs, checked when made.
+
+Each field is one flag of `tools/finetune.py` (`keras_albert.cli.add_options`): the default is
+written here once or read from the task's `defaults.py`, the help is the field's entry in the
+class docstring. Which task names exist, and what each task accepts, the registry checks
+(`keras_albert.finetuning.registry.task_class`): the options know no task class.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from keras_albert.cli import parse_bool_or_auto, parse_int_or_none
+from keras_albert.finetuning.elastic_depth import parse_depths
+from keras_albert.finetuning.glue.specs import TaskSpec, generic_task, get_task
+from keras_albert.finetuning.race import defaults as race_defaults
+from keras_albert.finetuning.squad import defaults as squad_defaults
+from keras_albert.models.question_answerer import ANSWERABILITY
+from keras_albert.validation import (
+    require_exactly_one,
+    require_given,
+    require_int,
+    require_number,
+    require_one_of,
+    require_positive_int,
+)
+
+_VERBOSITY = {"choices": (0, 1, 2)}
+
+
+@dataclasses.dataclass(frozen=True)
+class FinetuningOptions:
+    """Everything one fine-tuning run needs (`keras_albert.finetuning.driver.finetune`).
+
+    Args:
+        task: a GLUE task name (SST-2, MRPC, STS-B, CoLA, RTE, QQP, MNLI, QNLI), "generic",
+            "squad_v1", "squad_v2", "race" or "ner".
+        train_data: the training file, in a layout the task knows (SQuAD JSON, a RACE file or
+            split directory, a CoNLL file, a GLUE-style TSV/CSV).
+        eval_data: the evaluation file (labeled); evaluated after every epoch.
+        output_dir: where checkpoints, logs, predictions and the summary go.
+        init_checkpoint: weights for the backbone: our pretraining output (a directory holding
+            `pretrainer.keras`, or a `.keras` file of a pretrainer, backbone or classifier), or
+            a Hugging Face / original TF1 checkpoint; the head is always fresh. Without it
+            the model trains from scratch (give `preset` or `config`).
+        preset: a `keras_albert.PRESETS` name, for training from scratch.
+        config: an ALBERT config JSON (ours, albert_config.json or HF config.json), for
+            training from scratch.
+        sentencepiece_model: the SentencePiece model; by default `*.model` in
+            `init_checkpoint`'s directory or the one its `run.json` names.
+        test_data: an unlabeled file (GLUE test layout) to predict with the best checkpoint.
+        sequence_length: packed length; by default the original's for the task: 512 (GLUE,
+            RACE), 384 (SQuAD), 128 (NER).
+        scale: multiplies the recipe's train and warmup steps (e.g. 0.05 on a laptop).
+        learning_rate: overrides the recipe's peak learning rate.
+        batch_size: overrides the recipe's batch size.
+        train_steps: overrides the recipe's train steps.
+        warmup_steps: overrides the recipe's warmup steps.
+        epochs: number of evaluations; by default about one per pass over the training data
+            (at least one). The train steps are split evenly among them.
+        dropout: dropout of the task head (0.1 as the original heads).
+        weight_decay_rate: AdamW's decoupled decay (LayerNorm and biases excluded).
+        text_columns: generic task: the text columns, one or two (header names or indices).
+        label_column: generic task: the label column.
+        labels: generic task: the label values (comma-separated); none is regression.
+        delimiter: generic task: the field separator.
+        header: generic task: the first row names the columns.
+        skip_invalid: skip (and count) bad rows instead of stopping at the first.
+        squad_answerability: squad_v2: "null_span" (the [CLS] span scores "no answer") or
+            "answer_class" (the original ALBERT v2 head); squad_v1 is always "null_span".
+        doc_stride: SQuAD: context tokens between the starts of successive windows.
+        max_query_length: SQuAD: question tokens kept.
+        max_answer_length: SQuAD: the longest answer span, in tokens.
+        max_qa_length: RACE: tokens of question + option kept (their last ones).
+        strategy: a `build_strategy` name (auto, cpu, one_device, mirrored, multi_worker with
+            TF_CONFIG, tpu); every one runs the same training loop (`training.loop`).
+        tpu_address: for the "tpu" strategy: a Cloud TPU name, "local" on a TPU VM, or
+            grpc://host:port.
+        steps_per_execution: train steps per `tf.function` call.
+        jit_compile: auto, true or false: XLA for the train step (auto: on GPUs and TPUs).
+        seed: seed of weights initialization and shuffling.
+        verbose: 0: quiet; 1: a heading per evaluation and a progress bar over its steps;
+            2: the heading only.
+        elastic_depths: also train the shared block at these shallower depths (e.g. 6,3),
+            so that the model can be served with `--num-layers` any of them
+            (`keras_albert.finetuning.elastic_depth`); the loss is the mean over all depths.
+        pad_to_multiple_of: dynamic padding (GLUE-style tasks): each batch is cut to its
+            longest example rounded up to a multiple of this, instead of padded to
+            `sequence_length` (exact: padding is masked; short texts then train and evaluate
+            faster). None: static shapes; TPUs need them (the "tpu" strategy rejects it).
+        group_by_length: with `pad_to_multiple_of`: training batches of examples of similar
+            length (windows of 50 shuffled batches sorted by token count, then served in a
+            shuffled order), so that dynamic padding pads little.
+    """
+
+    task: str
+    train_data: str
+    eval_data: str
+    output_dir: str
+    init_checkpoint: str | None = None
+    preset: str | None = None
+    config: str | None = None
+    sentencepiece_model: str | None = None
+    test_data: str | None = None
+    sequence_length: int | None = None
+    scale: float = 1.0
+    learning_rate: float | None = None
+    batch_size: int | None = None
+    train_steps: int | None = None
+    warmup_steps: int | None = None
+    epochs: int | None = None
+    dropout: float = 0.1
+    weight_decay_rate: float = 0.01
+    text_columns: tuple[str, ...] | None = None
+    label_column: str | None = None
+    labels: tuple[str, ...] | None = None
+    delimiter: str = "\t"
+    header: bool = True
+    skip_invalid: bool = False
+    squad_answerability: str = squad_defaults.ANSWERABILITY
+    doc_stride: int = squad_defaults.DOC_STRIDE
+    max_query_length: int = squad_defaults.MAX_QUERY_LENGTH
+    max_answer_length: int = squad_defaults.MAX_ANSWER_LENGTH
+    max_qa_length: int = race_defaults.MAX_QA_LENGTH
+    strategy: str = "auto"
+    tpu_address: str | None = None
+    steps_per_execution: int = 1
+    jit_compile: bool | str = dataclasses.field(
+        default="auto", metadata={"parse": parse_bool_or_auto}
+    )
+    seed: int = 0
+    verbose: int = dataclasses.field(default=1, metadata=_VERBOSITY)
+    elastic_depths: tuple[int, ...] | None = dataclasses.field(
+        default=None, metadata={"parse": parse_depths}
+    )
+    pad_to_multiple_of: int | None = dataclasses.field(
+        default=None, metadata={"parse": parse_int_or_none}
+    )
+    group_by_length: bool = False
+
+    def __post_init__(self):
+        require_exactly_one(
+            init_checkpoint=self.init_checkpoint, preset=self.preset, config=self.config
+        )
+        for name in ("batch_size", "train_steps", "epochs", "steps_per_execution"):
+            if getattr(self, name) is not None:
+                require_positive_int(name, getattr(self, name))
+        require_int("sequence_length", self.sequence_length, 3, optional=True)
+        for name in ("doc_stride", "max_query_length", "max_answer_length", "max_qa_length"):
+            require_positive_int(name, getattr(self, name))
+        require_one_of("squad_answerability", self.squad_answerability, ANSWERABILITY)
+        if self.task == "squad_v1" and self.squad_answerability != "null_span":
+            raise ValueError(
+                "`squad_answerability` must be 'null_span' for squad_v1 (the answer-class head "
+                f"is SQuAD v2.0's). Received: squad_answerability={self.squad_answerability!r}"
+            )
+        require_int("warmup_steps", self.warmup_steps, 0, optional=True)
+        require_int("seed", self.seed, 0)
+        require_number("scale", self.scale, 0, exclusive_minimum=True)
+        require_number("learning_rate", self.learning_rate, 0, exclusive_minimum=True,
+                       optional=True)  # fmt: skip
+        if self.task.lower() == "generic":
+            when = "for the generic task (one or two columns, with `label_column`)"
+            require_given("text_columns", self.text_columns or None, when)
+            require_given("label_column", self.label_column, "for the generic task")
+        require_one_of("jit_compile", self.jit_compile, (True, False, "auto"))
+        require_one_of("verbose", self.verbose, (0, 1, 2))
+        require_int("pad_to_multiple_of", self.pad_to_multiple_of, 1, optional=True)
+        require_one_of("group_by_length", self.group_by_length, (True, False))
+        if self.group_by_length and self.pad_to_multiple_of is None:
+            raise ValueError(
+                "`group_by_length` must come with `pad_to_multiple_of` (grouping saves time "
+                "only when each batch is cut to its own length). Received: "
+                "group_by_length=True, pad_to_multiple_of=None"
+            )
+
+    def task_spec(self) -> TaskSpec:
+        """The GLUE-style task (a GLUE name or "generic")."""
+        if self.task.lower() == "generic":
+            return generic_task(
+                self.text_columns,
+                self.label_column,
+                self.labels,
+                delimiter=self.delimiter,
+                header=self.header,
+            )
+        return get_task(self.task)

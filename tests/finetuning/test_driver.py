@@ -1,0 +1,259 @@
+"""The fine-tuning driver: options, the classifier, every task end to end, the tool."""
+
+import csv
+import json
+import os
+import runpy
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+from keras_albert import AlbertBackbone, AlbertClassifier, AlbertConfig, AlbertPretrainer
+from keras_albert.finetuning.driver import FinetuningOptions, finetune
+from keras_albert.finetuning.glue import reader as glue
+from keras_albert.finetuning.glue.metrics import compute_metrics
+from keras_albert.finetuning.registry import checked_task_class
+from keras_albert.text.tokenizer import AlbertTokenizer
+from tests.helpers import TINY, check_model_roundtrips, random_inputs, tiny_backbone
+from tests.text.glue_rows import GLUE_DATA, write_mnli, write_qnli, write_qqp
+
+ALBERT_MODEL = os.path.join(os.path.dirname(GLUE_DATA), "30k-clean.model")
+# A tiny architecture over the real 30k-piece vocabulary, so real text tokenizes as in use.
+TINY_30K = {**TINY, "vocabulary_size": 30000, "num_layers": 2}
+
+# ----------------------------------------------------------------------------------------------
+# Options.
+
+
+def test_options_are_checked():
+    with pytest.raises(ValueError, match="Unknown task 'SST-5'"):
+        checked_task_class(FinetuningOptions("SST-5", "t", "e", "o", preset="albert_base_v2"))
+    with pytest.raises(
+        ValueError, match="Exactly one of `init_checkpoint`, `preset`, `config` must be given"
+    ):
+        FinetuningOptions("SST-2", "t", "e", "o")
+    with pytest.raises(ValueError, match="`text_columns` must be given for the generic task"):
+        FinetuningOptions("generic", "t", "e", "o", preset="albert_base_v2")
+    with pytest.raises(ValueError, match="`batch_size` must be a positive int"):
+        FinetuningOptions("RTE", "t", "e", "o", preset="albert_base_v2", batch_size=0)
+    base = dict(train_data="t", eval_data="e", output_dir="o", preset="albert_base_v2")
+    with pytest.raises(ValueError, match="`pad_to_multiple_of` must be None for the task 'squad"):
+        checked_task_class(FinetuningOptions("squad_v1", pad_to_multiple_of=16, **base))
+    with pytest.raises(ValueError, match="`pad_to_multiple_of` must be .*pad_to_multiple_of=0"):
+        FinetuningOptions("SST-2", pad_to_multiple_of=0, **base)
+    with pytest.raises(ValueError, match="`group_by_length` must come with `pad_to_multiple_of`"):
+        FinetuningOptions("SST-2", group_by_length=True, **base)
+    with pytest.raises(ValueError, match="`group_by_length` must be one of"):
+        FinetuningOptions("SST-2", group_by_length="yes", pad_to_multiple_of=8, **base)
+
+
+# ----------------------------------------------------------------------------------------------
+# The classifier, and loading our pretraining output into it in one call.
+
+
+@pytest.mark.parametrize("num_classes", [1, 3])
+def test_classifier_serialization_and_saving(num_classes, tmp_path):
+    classifier = AlbertClassifier(tiny_backbone(), num_classes=num_classes, dropout=0.2)
+    check_model_roundtrips(classifier, random_inputs(), tmp_path)
+
+
+# ----------------------------------------------------------------------------------------------
+# End to end: every task, on real samples where ../shared/data has the task.
+
+
+@pytest.fixture(scope="module")
+def tiny_config_path(tmp_path_factory):
+    path = tmp_path_factory.mktemp("config") / "albert_config.json"
+    AlbertConfig(**TINY_30K).to_json(path)
+    return str(path)
+
+
+def _task_files(task, tmp_path):
+    stems = {"SST-2": "sst2", "MRPC": "mrpc", "STS-B": "stsb", "CoLA": "cola", "RTE": "rte"}
+    if task in stems:
+        return tuple(
+            os.path.join(GLUE_DATA, f"{stems[task]}_{split}.tsv") for split in ("train", "dev")
+        )
+    writer = {"QQP": write_qqp, "QNLI": write_qnli}.get(task)
+    if writer:
+        return writer(tmp_path / "train.tsv"), writer(tmp_path / "dev.tsv")
+    return write_mnli(tmp_path / "train.tsv", dev=False), write_mnli(tmp_path / "dev.tsv")
+
+
+def _read_predictions(path):
+    with open(path, encoding="utf-8") as file:
+        return list(csv.DictReader(file, delimiter="\t"))
+
+
+@pytest.mark.parametrize("task", ["SST-2", "MRPC", "STS-B", "CoLA", "RTE", "QQP", "MNLI", "QNLI"])
+def test_every_task_end_to_end(task, tiny_config_path, tmp_path):
+    # Two evaluations where the best-of choice matters most; one elsewhere, to stay fast.
+    epochs = 2 if task in ("SST-2", "STS-B") else 1
+    train_data, eval_data = _task_files(task, tmp_path)
+    output_dir = tmp_path / "run"
+    summary = finetune(
+        FinetuningOptions(
+            task=task,
+            train_data=train_data,
+            eval_data=eval_data,
+            output_dir=str(output_dir),
+            config=tiny_config_path,
+            sentencepiece_model=ALBERT_MODEL,
+            sequence_length=32,
+            train_steps=2,
+            batch_size=4,
+            epochs=epochs,
+            verbose=0,
+        )
+    )
+    spec = glue.get_task(task)
+    evaluation = glue.read_examples(eval_data, spec)
+    assert summary["train_steps"] == 2 and len(summary["history"]) == epochs
+    assert set(summary["best"]) == {"loss", *spec.metrics}
+
+    # The predictions file is the best checkpoint's, row for row, and its metrics are the
+    # summary's, recomputed here from the file.
+    rows = _read_predictions(output_dir / "eval_predictions.tsv")
+    assert [row["index"] for row in rows] == evaluation.ids
+    if spec.is_regression:
+        predictions = np.array([float(row["prediction"]) for row in rows])
+        np.testing.assert_allclose([float(row["label"]) for row in rows], evaluation.labels)
+    else:
+        predictions = np.array([spec.labels.index(row["prediction"]) for row in rows])
+        assert [row["label"] for row in rows] == [spec.labels[i] for i in evaluation.labels]
+    recomputed = compute_metrics(spec, evaluation.labels, predictions)
+    for metric, value in recomputed.items():
+        assert summary["best"][metric] == pytest.approx(value, abs=1e-5)
+    best_epoch_metrics = summary["history"][summary["best_epoch"] - 1]
+    assert best_epoch_metrics[spec.main_metric] == pytest.approx(summary["best"][spec.main_metric])
+
+    best = keras.models.load_model(output_dir / "best.keras")
+    assert isinstance(best, AlbertClassifier) and best.num_classes == spec.num_classes
+    with open(output_dir / "history.csv", encoding="utf-8") as file:
+        history = list(csv.DictReader(file))
+    assert len(history) == epochs and f"val_{spec.main_metric}" in history[0]
+    assert os.listdir(output_dir / "logs" / "validation")
+    assert (output_dir / "tokenizer.model").read_bytes() == open(ALBERT_MODEL, "rb").read()
+
+
+POSITIVE = ("good", "great", "fine", "lovely", "nice")
+NEGATIVE = ("bad", "awful", "poor", "dull", "boring")
+
+
+def _reviews_csv(path, templates, with_labels=True):
+    """A review CSV (quoted text, a comma inside): one row per template and sentiment word."""
+    rows = [
+        (template.format(word), label)
+        for template in templates
+        for words, label in ((POSITIVE, "good"), (NEGATIVE, "bad"))
+        for word in words
+    ]
+    header = "id,review,sentiment\n" if with_labels else "id,review\n"
+    path.write_text(
+        header
+        + "".join(
+            f'{i},"{text}"' + (f",{label}" if with_labels else "") + "\n"
+            for i, (text, label) in enumerate(rows)
+        ),
+        encoding="utf-8",
+    )
+    return [text for text, _ in rows], [label for _, label in rows]
+
+
+def _best_model_labels(output_dir, texts, sequence_length):
+    """The argmax of `best.keras` on `texts`, packed here as [CLS] ids [SEP] (truncated)."""
+    tokenizer = AlbertTokenizer(str(output_dir / "tokenizer.model"))
+    ids = [
+        [tokenizer.cls_id, *tokenizer.encode(text)[: sequence_length - 2], tokenizer.sep_id]
+        for text in texts
+    ]
+    token_ids = np.full((len(ids), sequence_length), tokenizer.pad_id, np.int32)
+    padding_mask = np.zeros((len(ids), sequence_length), np.int32)
+    for row, row_ids in enumerate(ids):
+        token_ids[row, : len(row_ids)] = row_ids
+        padding_mask[row, : len(row_ids)] = 1
+    best = keras.models.load_model(output_dir / "best.keras")
+    logits = best.predict(
+        {
+            "token_ids": token_ids,
+            "segment_ids": np.zeros_like(token_ids),
+            "padding_mask": padding_mask,
+        },
+        verbose=0,
+    )
+    return [("bad", "good")[index] for index in np.asarray(logits).argmax(-1)]
+
+
+def test_from_pretraining_output_generic_csv_learns_and_predicts_with_the_best_model(tmp_path):
+    """60 steps on separable reviews (sentiment words in templates) reach eval accuracy
+    >= 0.9 on templates not trained on; both predictions files are the argmax of `best.keras`
+    on the texts packed here, and the summary's accuracy is that of the eval predictions."""
+    pretraining = tmp_path / "pretraining"
+    pretraining.mkdir()
+    keras.utils.set_random_seed(0)
+    # Wider than TINY_30K, which does not learn this within 60 steps.
+    sizes = dict(embedding_dim=32, hidden_dim=64, intermediate_dim=128, num_heads=4)
+    pretrainer = AlbertPretrainer(AlbertBackbone(**{**TINY_30K, **sizes}))
+    pretrainer.save(pretraining / "pretrainer.keras")
+    (pretraining / "run.json").write_text(json.dumps({"sentencepiece_model": ALBERT_MODEL}))
+    train = tmp_path / "train.csv"
+    _reviews_csv(train, ("a {0}, {0} film", "{} acting", "the plot was {}", "{} from start to end"))
+    evaluation = tmp_path / "eval.csv"
+    eval_texts, eval_labels = _reviews_csv(evaluation, ("it was {}", "{0} music, {0} cast"))
+    test = tmp_path / "test.csv"
+    test_texts, _ = _reviews_csv(test, ("truly {}", "{}"), with_labels=False)
+    output_dir = tmp_path / "run"
+    sequence_length = 16
+    summary = finetune(
+        FinetuningOptions(
+            task="generic",
+            train_data=str(train),
+            eval_data=str(evaluation),
+            test_data=str(test),
+            output_dir=str(output_dir),
+            init_checkpoint=str(pretraining),
+            text_columns=("review",),
+            label_column="sentiment",
+            labels=("bad", "good"),
+            sequence_length=sequence_length,
+            train_steps=60,
+            epochs=3,
+            batch_size=8,
+            learning_rate=3e-3,
+            dropout=0.0,
+            warmup_steps=4,
+            verbose=0,
+        )
+    )
+    assert summary["num_train_examples"] == 40 and summary["options"]["init_checkpoint"]
+    assert summary["best"]["accuracy"] >= 0.9, summary["history"]
+
+    eval_rows = _read_predictions(output_dir / "eval_predictions.tsv")
+    assert [row["label"] for row in eval_rows] == eval_labels
+    best_eval = _best_model_labels(output_dir, eval_texts, sequence_length)
+    assert [row["prediction"] for row in eval_rows] == best_eval
+    accuracy = np.mean([p == label for p, label in zip(best_eval, eval_labels, strict=True)])
+    assert summary["best"]["accuracy"] == pytest.approx(accuracy)
+
+    rows = _read_predictions(output_dir / "test_predictions.tsv")
+    # No id column chosen: the rows' indices, from 0 (issue 19).
+    assert [row["index"] for row in rows] == [str(i) for i in range(len(test_texts))]
+    best_test = _best_model_labels(output_dir, test_texts, sequence_length)
+    assert [row["prediction"] for row in rows] == best_test
+
+
+def test_cli_runs_the_driver_and_bad_input_names_file_and_line(tmp_path, monkeypatch, capsys):
+    tool = os.path.join(os.path.dirname(GLUE_DATA), os.pardir, os.pardir, "tools", "finetune.py")
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("sentence\tlabel\ngood\t1\nbad\tpositive\n", encoding="utf-8")
+    argv = ["finetune.py", "--task", "SST-2", "--train-data", str(bad), "--eval-data", str(bad)]
+    argv += ["--preset", "albert_base_v2", "--sentencepiece-model", ALBERT_MODEL]
+    argv += ["--output-dir", str(tmp_path / "x"), "--debug"]  # the exception, not one line
+    monkeypatch.setattr(sys, "argv", argv)
+    with pytest.raises(glue.DataFormatError, match=rf"{bad}:3: label 'positive'"):
+        runpy.run_path(tool, run_name="__main__")
+    monkeypatch.setattr(sys, "argv", [*argv[:2], "nope", *argv[3:]])
+    with pytest.raises(ValueError, match="Unknown task 'nope'"):
+        runpy.run_path(tool, run_name="__main__")

@@ -1,0 +1,224 @@
+"""SQuAD v1.1 / v2.0 (both answerability heads), RACE and NER through `tools/finetune.py main`,
+on real samples of tests/data: every file written, official metric keys, and the written
+predictions are those of `best.keras` reloaded here (from the files, not from the driver)."""
+
+import csv
+import json
+import os
+import runpy
+from pathlib import Path
+
+import keras
+import numpy as np
+import pytest
+from seqeval.metrics import f1_score as seqeval_f1
+
+from keras_albert import AlbertConfig
+from keras_albert.finetuning.ner.features import read_conll
+from keras_albert.finetuning.ner.task import predict_ner
+from keras_albert.finetuning.options import FinetuningOptions
+from keras_albert.finetuning.race.features import read_race
+from keras_albert.finetuning.race.task import predict_race
+from keras_albert.finetuning.registry import checked_task_class
+from keras_albert.finetuning.squad.features import (
+    feature_arrays,
+    read_squad_examples,
+    squad_features,
+)
+from keras_albert.finetuning.squad.metrics import evaluate
+from keras_albert.finetuning.squad.postprocess import decode_answer_class, decode_null_span
+from keras_albert.text.tokenizer import AlbertTokenizer
+from tests.text._paths import ALBERT_SPM, DATA_DIR
+
+TOOL = Path(__file__).resolve().parents[2] / "tools" / "finetune.py"
+SEQUENCE_LENGTH = 64
+# The official SQuAD v2.0 evaluation script's keys (v1.1 data: answerable questions only).
+SQUAD_V1_KEYS = {"exact", "f1", "total", "HasAns_exact", "HasAns_f1", "HasAns_total"}
+SQUAD_V2_KEYS = SQUAD_V1_KEYS | {
+    "NoAns_exact", "NoAns_f1", "NoAns_total", "best_exact", "best_exact_thresh", "best_f1",
+    "best_f1_thresh", "null_score_threshold",
+}  # fmt: skip
+SQUAD_WINDOWS = dict(sequence_length=SEQUENCE_LENGTH, doc_stride=24, max_query_length=16)
+
+
+@pytest.fixture(scope="module")
+def config_path(tmp_path_factory):
+    """A tiny architecture over the real 30k-piece vocabulary (real text tokenizes as in use)."""
+    path = tmp_path_factory.mktemp("config") / "albert_config.json"
+    AlbertConfig(
+        vocabulary_size=30000, embedding_dim=16, hidden_dim=32, intermediate_dim=64,
+        num_layers=1, num_heads=2, max_sequence_length=SEQUENCE_LENGTH,
+    ).to_json(path)  # fmt: skip
+    return str(path)
+
+
+def finetune_tool(config_path, output_dir, task, train_data, eval_data, *flags):
+    argv = ["--task", task, "--train-data", train_data, "--eval-data", eval_data]
+    argv += ["--config", config_path, "--sentencepiece-model", ALBERT_SPM, "--seed", "1"]
+    argv += ["--sequence-length", str(SEQUENCE_LENGTH), "--train-steps", "4", "--batch-size", "4"]
+    argv += ["--epochs", "2", "--learning-rate", "1e-3", "--output-dir", str(output_dir), *flags]
+    assert runpy.run_path(str(TOOL))["main"](argv) == 0
+    with open(output_dir / "summary.json", encoding="utf-8") as file:
+        summary = json.load(file)
+    with open(output_dir / "metrics.json", encoding="utf-8") as file:
+        metrics = json.load(file)
+    with open(output_dir / "history.csv", encoding="utf-8") as file:
+        history = list(csv.DictReader(file))
+    # Common to every task: two evaluations, the best checkpoint's metrics, TensorBoard.
+    main = summary["main_metric"]
+    assert len(history) == 2 == len(summary["history"]) and summary["train_steps"] == 4
+    assert [float(row[f"val_{main}"]) for row in history] == pytest.approx(
+        [row[main] for row in summary["history"]]
+    )
+    assert metrics == summary["best"]
+    assert metrics[main] == pytest.approx(max(row[main] for row in summary["history"]))
+    assert os.listdir(output_dir / "logs" / "validation")
+    assert (output_dir / "tokenizer.model").read_bytes() == Path(ALBERT_SPM).read_bytes()
+    best = keras.models.load_model(output_dir / "best.keras")
+    return summary, metrics, best
+
+
+# ----------------------------------------------------------------------------------------------
+# SQuAD.
+
+
+def _squad_v1_sample(path):
+    """The first article (23 questions) of the ExpMRC SQuAD v1.1 dev sample, unchanged."""
+    sample = Path(DATA_DIR, "squad", "expmrc-squad-dev-sample.json")
+    dataset = json.loads(sample.read_text(encoding="utf-8"))
+    dataset["data"] = dataset["data"][:1]
+    path.write_text(json.dumps(dataset), encoding="utf-8")
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "task, answerability",
+    [("squad_v1", "null_span"), ("squad_v2", "null_span"), ("squad_v2", "answer_class")],
+)
+def test_squad_end_to_end(task, answerability, config_path, tmp_path):
+    if task == "squad_v1":
+        data = _squad_v1_sample(tmp_path / "squad.json")
+    else:
+        data = os.path.join(DATA_DIR, "squad", "dev-v2.0-small.json")
+    output_dir = tmp_path / "run"
+    flags = ["--squad-answerability", answerability, "--doc-stride", "24"]
+    flags += ["--max-query-length", "16", "--verbose", "0"]
+    summary, metrics, best = finetune_tool(config_path, output_dir, task, data, data, *flags)
+    assert set(metrics) == (SQUAD_V2_KEYS if task == "squad_v2" else SQUAD_V1_KEYS)
+    assert summary["main_metric"] == "f1" and best.answerability == answerability
+
+    with open(data, encoding="utf-8") as file:
+        dataset = json.load(file)
+    written = {
+        name: json.loads((output_dir / f"{name}.json").read_text(encoding="utf-8"))
+        for name in ("predictions", "null_odds", "nbest_predictions")
+    }
+    examples = list(read_squad_examples(dataset))
+    assert set(written["predictions"]) == {example.qid for example in examples}
+    for example in examples:  # answers are exact substrings of their context
+        assert written["predictions"][example.qid] in example.context
+
+    # best.keras, reloaded, on windows made here: the same answers and no-answer scores.
+    tokenizer = AlbertTokenizer(ALBERT_SPM)
+    features = list(squad_features(examples, tokenizer, **SQUAD_WINDOWS))
+    arrays = feature_arrays(features)
+    inputs = {name: arrays[name] for name in ("token_ids", "segment_ids", "padding_mask")}
+    outputs = best.predict(inputs, verbose=0)
+    threshold = 0.0 if task == "squad_v2" else None
+    if answerability == "null_span":
+        result = decode_null_span(
+            features, outputs["start_logits"], outputs["end_logits"],
+            version_2=task == "squad_v2", null_score_threshold=threshold,
+        )  # fmt: skip
+    else:
+        result = decode_answer_class(features, outputs, null_score_threshold=threshold)
+    assert result.predictions == written["predictions"]
+    for qid, odds in result.null_odds.items():
+        assert written["null_odds"][qid] == pytest.approx(odds if np.isfinite(odds) else 1e30)
+    assert [e["text"] for e in written["nbest_predictions"][examples[0].qid]] == [
+        e["text"] for e in result.nbest[examples[0].qid]
+    ]
+    if task == "squad_v1":
+        recomputed = evaluate(dataset, written["predictions"])
+    else:
+        recomputed = evaluate(dataset, written["predictions"], written["null_odds"], 0.0)
+    for key, value in recomputed.items():
+        assert metrics[key] == pytest.approx(value), key
+
+
+def test_squad_v1_refuses_the_answer_class_head():
+    message = r"`squad_answerability` must be 'null_span' for squad_v1 .*answer_class"
+    with pytest.raises(ValueError, match=message):
+        FinetuningOptions(
+            "squad_v1", "t", "e", "o", preset="albert_base_v2", squad_answerability="answer_class"
+        )
+    with pytest.raises(ValueError, match="Unknown task 'squad'.*squad_v1, squad_v2, race, ner"):
+        checked_task_class(FinetuningOptions("squad", "t", "e", "o", preset="albert_base_v2"))
+
+
+# ----------------------------------------------------------------------------------------------
+# RACE and NER.
+
+
+def test_race_end_to_end_and_step_progress(config_path, tmp_path, capsys):
+    sample = os.path.join(DATA_DIR, "race", "expmrc-race-dev-sample.json")
+    with open(sample, encoding="utf-8") as file:
+        passages = json.load(file)
+    passages["data"] = passages["data"][:3]  # the first 3 passages: a dozen questions
+    data = tmp_path / "race.json"
+    data.write_text(json.dumps(passages), encoding="utf-8")
+    output_dir = tmp_path / "run"
+    flags = ["--max-qa-length", "16", "--verbose", "2"]
+    summary, metrics, best = finetune_tool(config_path, output_dir, "race", str(data), str(data),
+                                           *flags)  # fmt: skip
+    out = capsys.readouterr().out
+    # Progress over steps, not Keras's "Epoch k/n"; a time estimate from the second stretch.
+    assert "evaluation 1/2: steps 1-2 of 4\n" in out and "Epoch" not in out
+    assert "evaluation 2/2: steps 3-4 of 4, about " in out
+
+    records = [json.loads(line) for line in (output_dir / "eval_predictions.jsonl").open()]
+    gold = [
+        (passage["id"], index, answer)
+        for passage in passages["data"]
+        for index, answer in enumerate(passage["answers"])
+    ]
+    assert [r["index"] for r in records] == list(range(len(gold)))
+    assert [(r["id"], r["label"]) for r in records] == [(f"{p}-{i}", a) for p, i, a in gold]
+    accuracy = np.mean([r["prediction"] == r["label"] for r in records])
+    assert metrics == {"accuracy": pytest.approx(accuracy)}
+
+    tokenizer = AlbertTokenizer(ALBERT_SPM)
+    probabilities = predict_race(
+        best, read_race(str(data)), tokenizer, SEQUENCE_LENGTH, max_qa_length=16
+    )
+    letters = [chr(ord("A") + int(i)) for i in probabilities.argmax(-1)]
+    assert [r["prediction"] for r in records] == letters
+
+
+def test_ner_end_to_end(config_path, tmp_path):
+    dev = os.path.join(DATA_DIR, "ner", "wnut17_dev.conll")
+    lines = Path(dev).read_text(encoding="utf-8").splitlines(keepends=True)
+    data = tmp_path / "ner.conll"
+    data.write_text("".join(lines[:240]), encoding="utf-8")  # the first 15 sentences
+    output_dir = tmp_path / "run"
+    summary, metrics, best = finetune_tool(
+        config_path, output_dir, "ner", str(data), str(data), "--verbose", "0"
+    )
+    sentences = read_conll(data)
+    assert summary["labels"][0] == "O" and best.labels == summary["labels"]
+    types = {tag[2:] for tag in summary["labels"][1:]}
+    assert set(metrics) == {"precision", "recall", "f1", "num_cut_words"} | {
+        f"f1_{kind}" for kind in types
+    }
+
+    written = (output_dir / "eval_predictions.conll").read_text(encoding="utf-8").split("\n\n")
+    rows = [[line.split("\t") for line in block.splitlines()] for block in written if block.strip()]
+    assert [[row[0] for row in rows_] for rows_ in rows] == sentences.words
+    assert [[row[1] for row in rows_] for rows_ in rows] == sentences.tags
+    predicted = [[row[2] for row in rows_] for rows_ in rows]
+    # Entity F1 of the written file, by seqeval (conlleval's definition), is the metric's.
+    assert metrics["f1"] == pytest.approx(seqeval_f1(sentences.tags, predicted))
+
+    tokenizer = AlbertTokenizer(ALBERT_SPM)
+    tags, cut = predict_ner(best, sentences, tokenizer, summary["labels"], SEQUENCE_LENGTH)
+    assert tags == predicted and cut == metrics["num_cut_words"]
