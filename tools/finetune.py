@@ -2,10 +2,10 @@
 
 Tasks: SST-2, MRPC, STS-B, CoLA, RTE, QQP, MNLI, QNLI, generic, squad_v1, squad_v2, race, ner.
 
-Defaults per task: google-research/albert run_glue.sh for GLUE, the original README for SQuAD
-(lr 5e-5, batch 48, 2 epochs, 10% warmup, sequence length 384) and RACE (lr 1e-5, batch 32,
-12,000 steps, 1,000 warmup, sequence length 512), Hugging Face run_ner for NER (lr 5e-5, batch
-32, 3 epochs, sequence length 128); --scale shrinks the step counts. Every flag is a field of
+Defaults per task (each task's `keras_albert/finetuning/<task>/defaults.py`): google-research/
+albert run_glue.sh for GLUE, the original README for SQuAD and RACE, Hugging Face run_ner for
+NER; --scale shrinks the step counts, and with --train-steps the warmup stays the recipe's
+fraction of the run. Every flag is a field of
 `keras_albert.finetuning.options.FinetuningOptions` (its docstring gives the meaning, the
 default is the dataclass's).
 

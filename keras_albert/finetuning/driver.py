@@ -165,7 +165,8 @@ def finetune(options: FinetuningOptions) -> dict:
         print(
             f"keras_albert: {task.name}: {task.num_train} train / {task.num_eval} eval "
             f"examples; {train_steps} steps (batch {recipe.batch_size}, peak lr "
-            f"{recipe.learning_rate}, warmup {recipe.warmup_steps}), {epochs} evaluations"
+            f"{recipe.learning_rate}, warmup {recipe.warmup_steps} = "
+            f"{recipe.warmup_steps / train_steps:.0%} of the run), {epochs} evaluations"
         )
     # The backbone's pooler takes no part in the span and token heads: no gradient, by design.
     warnings.filterwarnings("ignore", message=r"Gradients do not exist for variables \['pooler/")

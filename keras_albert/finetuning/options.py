@@ -49,8 +49,8 @@ class FinetuningOptions:
         sentencepiece_model: the SentencePiece model; by default `*.model` in
             `init_checkpoint`'s directory or the one its `run.json` names.
         test_data: an unlabeled file (GLUE test layout) to predict with the best checkpoint.
-        sequence_length: packed length; by default the original's for the task: 512 (GLUE,
-            RACE), 384 (SQuAD), 128 (NER).
+        sequence_length: packed length; by default the original's for the task (its
+            `defaults.SEQUENCE_LENGTH`).
         scale: multiplies the recipe's train and warmup steps (e.g. 0.05 on a laptop).
         learning_rate: overrides the recipe's peak learning rate.
         batch_size: overrides the recipe's batch size.

@@ -22,6 +22,11 @@ class Recipe:
     train_steps: int
     warmup_steps: int
 
+    @property
+    def warmup_fraction(self) -> float:
+        """The share of the train steps spent warming up."""
+        return self.warmup_steps / self.train_steps
+
     def scaled(self, scale: float) -> Recipe:
         """Train and warmup steps times `scale` (at least 1 train step); the rest unchanged."""
         require_number("scale", scale, 0, exclusive_minimum=True)
@@ -50,15 +55,28 @@ def resolve_recipe(
     options: FinetuningOptions, recipe: Recipe | EpochRecipe, num_train: int
 ) -> Recipe:
     """The task's `recipe` (in steps for `num_train` training examples, counted with the
-    batch size the run uses), scaled by `options.scale`, with the options' overrides applied."""
+    batch size the run uses), scaled by `options.scale`, with the options' overrides applied.
+
+    One warmup rule for every task: the warmup is the recipe's fraction of the run (`run_glue.sh`'s
+    ratio per GLUE task, the epoch recipes' `warmup_ratio`), also when `train_steps` sets the
+    run's length; an explicit `warmup_steps` wins."""
     if isinstance(recipe, EpochRecipe):
         if options.batch_size is not None:
             recipe = dataclasses.replace(recipe, batch_size=options.batch_size)
+        warmup_fraction = recipe.warmup_ratio
         recipe = recipe.for_examples(num_train)
+    else:
+        warmup_fraction = recipe.warmup_fraction
     recipe = recipe.scaled(options.scale)
+    if options.train_steps is not None:
+        recipe = dataclasses.replace(
+            recipe,
+            train_steps=options.train_steps,
+            warmup_steps=round(warmup_fraction * options.train_steps),
+        )
     overrides = {
         name: getattr(options, name)
-        for name in ("learning_rate", "batch_size", "train_steps", "warmup_steps")
+        for name in ("learning_rate", "batch_size", "warmup_steps")
         if getattr(options, name) is not None
     }
     recipe = dataclasses.replace(recipe, **overrides)

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 import numpy as np
 import tensorflow as tf
 
+from keras_albert.finetuning.ner.defaults import SEQUENCE_LENGTH
 from keras_albert.text.files import write_text_atomically
 from keras_albert.text.packing import concat_rows
 from keras_albert.text.pipeline import example_batches
@@ -195,7 +196,7 @@ def make_ner_dataset(
     sentences: ConllSentences,
     tokenizer,
     labels: Sequence[str],
-    sequence_length: int = 128,
+    sequence_length: int = SEQUENCE_LENGTH,
     batch_size: int = 32,
     training: bool = False,
     seed: int | None = None,

@@ -35,7 +35,7 @@ from collections.abc import Sequence
 import numpy as np
 import tensorflow as tf
 
-from keras_albert.finetuning.race.defaults import MAX_QA_LENGTH
+from keras_albert.finetuning.race.defaults import MAX_QA_LENGTH, SEQUENCE_LENGTH
 from keras_albert.text.files import write_text_atomically
 from keras_albert.text.pipeline import example_batches
 from keras_albert.validation import require_int
@@ -317,7 +317,7 @@ def padded_options(examples: RaceExamples, num_choices: int) -> tuple[np.ndarray
 def make_race_dataset(
     examples: RaceExamples,
     tokenizer,
-    sequence_length: int = 512,
+    sequence_length: int = SEQUENCE_LENGTH,
     batch_size: int = 32,
     max_qa_length: int = MAX_QA_LENGTH,
     num_choices: int | None = None,

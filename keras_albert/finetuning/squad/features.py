@@ -29,6 +29,7 @@ from collections.abc import Iterable, Iterator, Mapping
 
 import numpy as np
 
+from keras_albert.finetuning.squad import defaults
 from keras_albert.text.offsets import ContextTokens, tokenize_with_offsets
 from keras_albert.validation import require_int, require_positive_int
 
@@ -167,9 +168,9 @@ def _max_context(starts: list[int], window_length: int, num_tokens: int, window:
 def squad_features(
     examples: Iterable[SquadExample],
     tokenizer,
-    sequence_length: int = 384,
-    doc_stride: int = 128,
-    max_query_length: int = 64,
+    sequence_length: int = defaults.SEQUENCE_LENGTH,
+    doc_stride: int = defaults.DOC_STRIDE,
+    max_query_length: int = defaults.MAX_QUERY_LENGTH,
 ) -> Iterator[SquadFeature]:
     """Windows of every example, in order (see the module docstring)."""
     require_positive_int("doc_stride", doc_stride)

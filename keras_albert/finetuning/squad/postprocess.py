@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
+from keras_albert.finetuning.squad import defaults
 from keras_albert.finetuning.squad.features import SquadFeature
 from keras_albert.finetuning.squad.metrics import evaluate, write_json
 from keras_albert.validation import require_positive_int
@@ -156,10 +157,10 @@ def decode_null_span(
     features: Iterable[SquadFeature],
     start_logits: np.ndarray,
     end_logits: np.ndarray,
-    n_best_size: int = 20,
-    max_answer_length: int = 30,
+    n_best_size: int = defaults.N_BEST_SIZE,
+    max_answer_length: int = defaults.MAX_ANSWER_LENGTH,
     version_2: bool = False,
-    null_score_threshold: float | None = 0.0,
+    null_score_threshold: float | None = defaults.NULL_SCORE_THRESHOLD,
 ) -> SquadPredictions:
     """Answers from `start_logits`/`end_logits` (num_features, sequence_length)."""
     require_positive_int("n_best_size", n_best_size)
@@ -197,9 +198,9 @@ def decode_null_span(
 def decode_answer_class(
     features: Iterable[SquadFeature],
     outputs: Mapping[str, np.ndarray],
-    n_best_size: int = 20,
-    max_answer_length: int = 30,
-    null_score_threshold: float | None = None,
+    n_best_size: int = defaults.N_BEST_SIZE,
+    max_answer_length: int = defaults.MAX_ANSWER_LENGTH,
+    null_score_threshold: float | None = defaults.NULL_SCORE_THRESHOLD,
 ) -> SquadPredictions:
     """Answers from the answer-class head's `start_top_log_probs`, `start_top_index` (n, k),
     `end_top_log_probs`, `end_top_index` (n, k * k) and `cls_logits` (n,)."""
