@@ -43,8 +43,6 @@ import dataclasses
 import json
 import math
 import os
-import shutil
-import tempfile
 import time
 import warnings
 
@@ -63,13 +61,11 @@ from keras_albert.training.logs import HistoryCsv, TensorBoardLogs
 from keras_albert.training.loop import TrainingLoop, replica_share, run_callbacks
 from keras_albert.training.schedule import WarmupPolynomialDecay, learning_rate_at
 from keras_albert.training.strategy import (
-    PEER_ERRORS,
     build_strategy,
     is_chief,
     num_workers,
-    peer_failure,
     resolve_jit_compile,
-    worker_name,
+    worker_output,
 )
 
 __all__ = ["FinetuningOptions", "build_optimizer", "finetune"]
@@ -148,51 +144,46 @@ def finetune(options: FinetuningOptions) -> dict:
 
     # The loop. The chief's output directory is made only now: a failed check leaves none
     # behind; the other workers write to a temporary one they remove.
-    output_dir = options.output_dir
     if chief:
-        run_directory.prepare_output_dir(output_dir)
-    else:
-        output_dir = tempfile.mkdtemp(prefix=f"keras_albert-{worker_name(strategy)}-")
-    loop = TrainingLoop(
-        strategy,
-        model,
-        optimizer,
-        replica_fn,
-        steps_per_execution=options.steps_per_execution,
-        jit_compile=resolve_jit_compile(options.jit_compile, strategy),
-    )
-    if chief:
-        print(
-            f"keras_albert: {task.name}: {task.num_train} train / {task.num_eval} eval "
-            f"examples; {train_steps} steps (batch {recipe.batch_size}, peak lr "
-            f"{recipe.learning_rate}, warmup {recipe.warmup_steps} = "
-            f"{recipe.warmup_steps / train_steps:.0%} of the run), {epochs} evaluations"
-        )
-    # The backbone's pooler takes no part in the span and token heads: no gradient, by design.
-    warnings.filterwarnings("ignore", message=r"Gradients do not exist for variables \['pooler/")
-    best_path = os.path.join(output_dir, "best.keras")
-    try:
-        history = _train(loop, task, objective, recipe, options, output_dir, chief,
-                         epochs, steps_per_epoch)  # fmt: skip
-        best_results = None
-        if chief:  # the best model's predictions and metrics (outside the strategy: no peers)
-            best = keras.models.load_model(best_path)
-            best_results = task.evaluate(best, recipe.batch_size, output_dir=output_dir)
-    except KeyboardInterrupt:  # one line for the command, not TensorFlow's traceback
+        run_directory.prepare_output_dir(options.output_dir)
+    best_path = os.path.join(options.output_dir, "best.keras")
+
+    def next_step() -> str:
         if not chief:
             saved = f"the chief worker writes {options.output_dir}"
         elif tf.io.gfile.exists(best_path):
             saved = f"the best model so far is {best_path}"
         else:
             saved = f"nothing saved in {options.output_dir} yet"
-        raise KeyboardInterrupt(f"{saved} — rerun the same command to train again") from None
-    except PEER_ERRORS as error:
-        if num_workers(strategy) == 1:
-            raise
-        raise peer_failure(error, "rerun the same command") from error
-    finally:
-        if not chief:
-            shutil.rmtree(output_dir, ignore_errors=True)
+        return f"{saved} — rerun the same command to train again"
+
+    with worker_output(strategy, options.output_dir, next_step) as output_dir:
+        loop = TrainingLoop(
+            strategy,
+            model,
+            optimizer,
+            replica_fn,
+            steps_per_execution=options.steps_per_execution,
+            jit_compile=resolve_jit_compile(options.jit_compile, strategy),
+        )
+        if chief:
+            print(
+                f"keras_albert: {task.name}: {task.num_train} train / {task.num_eval} eval "
+                f"examples; {train_steps} steps (batch {recipe.batch_size}, peak lr "
+                f"{recipe.learning_rate}, warmup {recipe.warmup_steps} = "
+                f"{recipe.warmup_steps / train_steps:.0%} of the run), {epochs} evaluations"
+            )
+        # The backbone's pooler takes no part in the span and token heads: no gradient, by
+        # design.
+        warnings.filterwarnings(
+            "ignore", message=r"Gradients do not exist for variables \['pooler/"
+        )
+        history = _train(loop, task, objective, recipe, options, output_dir, chief,
+                         epochs, steps_per_epoch)  # fmt: skip
+        best_results = None
+        if chief:  # the best model's predictions and metrics (outside the strategy: no peers)
+            best = keras.models.load_model(best_path)
+            best_results = task.evaluate(best, recipe.batch_size, output_dir=output_dir)
     best_epoch = max(history, key=lambda row: row[task.main_metric])["epoch"]
     summary = {
         "task": task.name,

@@ -39,8 +39,6 @@ from __future__ import annotations
 
 import math
 import os
-import shutil
-import tempfile
 import time
 
 import keras
@@ -72,14 +70,12 @@ from keras_albert.training.pretraining_streams import (
 from keras_albert.training.progress import StepProgress, format_duration
 from keras_albert.training.schedule import WarmupPolynomialDecay, learning_rate_at
 from keras_albert.training.strategy import (
-    PEER_ERRORS,
     build_strategy,
     choose_precision_policy,
     is_chief,
     num_workers,
-    peer_failure,
     resolve_jit_compile,
-    worker_name,
+    worker_output,
 )
 
 __all__ = [
@@ -191,47 +187,41 @@ def pretrain(options: PretrainingOptions) -> dict:
         optimizer.build(model.trainable_variables)
         checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
     # Every worker saves (TensorFlow's collective save); only the chief's copy is kept.
-    save_dir = checkpoints_dir
-    if not chief:
-        save_dir = tempfile.mkdtemp(prefix=f"keras_albert-{worker_name(strategy)}-")
-    manager = tf.train.CheckpointManager(checkpoint, save_dir, max_to_keep=options.keep_checkpoints)
-    resumed_from = None
-    latest = tf.train.latest_checkpoint(checkpoints_dir)
-    if latest:
-        checkpoint.restore(latest).assert_existing_objects_matched()
-        resumed_from = int(optimizer.iterations.numpy())
-        print(f"keras_albert: resuming from {latest} (step {resumed_from})")
-    elif init_model is not None:
-        copy_initial_weights(init_model, model, options.init_checkpoint)
-    del init_model
+    with worker_output(strategy, checkpoints_dir, lambda: _where_to_resume(checkpoints_dir)) as (
+        save_dir
+    ):
+        manager = tf.train.CheckpointManager(
+            checkpoint, save_dir, max_to_keep=options.keep_checkpoints
+        )
+        resumed_from = None
+        latest = tf.train.latest_checkpoint(checkpoints_dir)
+        if latest:
+            checkpoint.restore(latest).assert_existing_objects_matched()
+            resumed_from = int(optimizer.iterations.numpy())
+            print(f"keras_albert: resuming from {latest} (step {resumed_from})")
+        elif init_model is not None:
+            copy_initial_weights(init_model, model, options.init_checkpoint)
+        del init_model
 
-    # The loop.
-    start_step = int(optimizer.iterations.numpy())
-    loop = TrainingLoop(
-        strategy,
-        model,
-        optimizer,
-        pretraining_replica_fn(options.sentence_order_loss_weight),
-        steps_per_execution=options.steps_per_execution,
-        jit_compile=resolve_jit_compile(options.jit_compile, strategy),
-    )
-    train_seconds = 0.0
-    last_logs: dict = {}
-    seconds_per_step = None
-    evaluated: dict | None = None
-    try:
+        # The loop.
+        start_step = int(optimizer.iterations.numpy())
+        loop = TrainingLoop(
+            strategy,
+            model,
+            optimizer,
+            pretraining_replica_fn(options.sentence_order_loss_weight),
+            steps_per_execution=options.steps_per_execution,
+            jit_compile=resolve_jit_compile(options.jit_compile, strategy),
+        )
+        train_seconds = 0.0
+        last_logs: dict = {}
+        seconds_per_step = None
+        evaluated: dict | None = None
         if start_step < options.train_steps:
             train_started = time.perf_counter()
-            try:
-                last_logs, evaluated, seconds_per_step = _train(
-                    loop, manager, options, layout, masking, eval_fn, start_step, chief
-                )
-            except KeyboardInterrupt:  # one line for the command, not TensorFlow's traceback
-                raise KeyboardInterrupt(_where_to_resume(checkpoints_dir)) from None
-            except PEER_ERRORS as error:
-                if num_workers(strategy) == 1:
-                    raise
-                raise peer_failure(error, _where_to_resume(checkpoints_dir)) from error
+            last_logs, evaluated, seconds_per_step = _train(
+                loop, manager, options, layout, masking, eval_fn, start_step, chief
+            )
             train_seconds = time.perf_counter() - train_started
         final_step = int(optimizer.iterations.numpy())
         if tf.train.latest_checkpoint(checkpoints_dir) != os.path.join(
@@ -242,9 +232,6 @@ def pretrain(options: PretrainingOptions) -> dict:
         eval_results = evaluated
         if eval_fn is not None and eval_results is None:
             eval_results = _evaluate(loop, eval_fn, options)
-    finally:
-        if not chief:
-            shutil.rmtree(save_dir, ignore_errors=True)
     if not chief:
         return {"step": final_step, "chief": False, "eval": eval_results}
     model_path = os.path.join(options.output_dir, "pretrainer.keras")

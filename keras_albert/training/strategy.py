@@ -3,10 +3,13 @@ mixed-precision policy."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import socket
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
 from urllib.parse import urlparse
 
 import keras
@@ -277,3 +280,36 @@ def peer_failure(error: Exception, next_step: str) -> ToolError:
         f"a worker of the cluster stopped or cannot be reached ({type(error).__name__}: "
         f"{detail}); {next_step} on every worker"
     )
+
+
+@contextlib.contextmanager
+def worker_output(
+    strategy: tf.distribute.Strategy, directory: str, next_step: Callable[[], str]
+) -> Iterator[str]:
+    """What every driver does around a run's work on each worker of its cluster.
+
+    Yields the directory this process writes: `directory` on the chief; on every other worker a
+    temporary directory, removed when the block ends however it ends (TensorFlow's collective
+    saves need every worker to write; only the chief's copy is kept). A Ctrl-C becomes one line,
+    `KeyboardInterrupt(next_step())`, instead of TensorFlow's traceback; a collective that fails
+    because a peer stopped, under a cluster of several workers, becomes `peer_failure`.
+    `next_step()` says where the run stands and how to go on; it is called only then.
+
+        with worker_output(strategy, checkpoints_dir, lambda: "rerun to resume") as save_dir:
+            ...  # train, saving to save_dir
+    """
+    chief = is_chief(strategy)
+    output = (
+        directory if chief else tempfile.mkdtemp(prefix=f"keras_albert-{worker_name(strategy)}-")
+    )
+    try:
+        yield output
+    except KeyboardInterrupt:
+        raise KeyboardInterrupt(next_step()) from None
+    except PEER_ERRORS as error:
+        if num_workers(strategy) == 1:
+            raise
+        raise peer_failure(error, next_step()) from error
+    finally:
+        if not chief:
+            shutil.rmtree(output, ignore_errors=True)

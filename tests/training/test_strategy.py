@@ -294,3 +294,50 @@ def test_precision_policy_override():
 def test_precision_policy_rejects_unknown_devices(value, error):
     with pytest.raises(error, match=repr(value)):
         choose_precision_policy(value)
+
+
+def test_worker_output_on_one_process_keeps_the_directory_and_says_the_next_step(tmp_path):
+    strategy = tf.distribute.get_strategy()
+    calls = []
+
+    def next_step():
+        calls.append(1)
+        return "last checkpoint ckpt-3 — rerun the same command to resume"
+
+    with strategy_module.worker_output(strategy, str(tmp_path), next_step) as directory:
+        assert directory == str(tmp_path)  # one process is the chief: it writes the directory
+    assert tmp_path.exists() and calls == []  # next_step is called only when needed
+    with pytest.raises(KeyboardInterrupt) as interrupted:
+        with strategy_module.worker_output(strategy, str(tmp_path), next_step):
+            raise KeyboardInterrupt
+    assert str(interrupted.value) == "last checkpoint ckpt-3 — rerun the same command to resume"
+    assert interrupted.value.__cause__ is None and interrupted.value.__suppress_context__
+    # A collective error of a single worker is no peer failure: it passes unchanged.
+    error = tf.errors.UnavailableError(None, None, "socket closed")
+    with pytest.raises(tf.errors.UnavailableError, match="socket closed"):
+        with strategy_module.worker_output(strategy, str(tmp_path), next_step):
+            raise error
+    assert tmp_path.exists()
+
+
+def test_worker_output_of_a_worker_is_temporary_and_a_peer_failure_is_one_line(
+    tmp_path, monkeypatch
+):
+    # A non-chief worker of a two-worker cluster, without starting one.
+    monkeypatch.setattr(strategy_module, "is_chief", lambda strategy: False)
+    monkeypatch.setattr(strategy_module, "worker_name", lambda strategy: "worker-1")
+    monkeypatch.setattr(strategy_module, "num_workers", lambda strategy: 2)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    strategy = tf.distribute.get_strategy()
+    with strategy_module.worker_output(strategy, "gs://bucket/run", lambda: "resume") as directory:
+        assert directory != "gs://bucket/run" and os.path.isdir(directory)
+        assert os.path.basename(directory).startswith("keras_albert-worker-1-")
+        Path(directory, "ckpt-1.index").write_text("x")
+    assert not os.path.exists(directory)  # removed, content and all
+    error = tf.errors.UnavailableError(None, None, "Task /job:worker/task:0 heartbeat timeout")
+    with pytest.raises(strategy_module.ToolError) as failed:
+        with strategy_module.worker_output(strategy, "out", lambda: "rerun to resume") as left:
+            raise error
+    assert "task:0 heartbeat timeout" in str(failed.value)
+    assert str(failed.value).endswith("rerun to resume on every worker")
+    assert failed.value.__cause__ is error and not os.path.exists(left)
