@@ -119,3 +119,25 @@ def test_benchmarks_call_public_functions_only():
         if (hits := private_imports(path.read_text(encoding="utf-8")))
     }
     assert found == {}
+
+
+def importorskip_calls(source: str) -> list[str]:
+    """`pytest.importorskip(...)` (or a bare `importorskip(...)`) calls in `source`."""
+    return [
+        f"line {node.lineno}"
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call)
+        and getattr(node.func, "attr", getattr(node.func, "id", None)) == "importorskip"
+    ]
+
+
+def test_no_test_skips_on_a_missing_dependency():
+    # Every test dependency is declared (setup.cfg's install_requires and `test` extra) and
+    # imported: a missing one must fail the run, never turn parity evidence into a skip.
+    assert importorskip_calls('torch = pytest.importorskip("torch")\n') == ["line 1"]
+    found = {
+        str(path.relative_to(REPO_ROOT)): hits
+        for path in sorted((REPO_ROOT / "tests").rglob("*.py"))
+        if (hits := importorskip_calls(path.read_text(encoding="utf-8")))
+    }
+    assert found == {}

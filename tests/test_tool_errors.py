@@ -19,8 +19,8 @@ from keras_albert.cli import DEBUG_HELP
 from keras_albert.finetuning.driver import FinetuningOptions, finetune
 from keras_albert.training import pretraining
 from keras_albert.training.loop import TrainingLoop
+from tests.finetuning.test_driver import TINY_30K
 from tests.text.glue_rows import GLUE_DATA
-from tests.training.test_finetuning import TINY_30K
 from tests.training.test_pretraining import options as pretraining_options
 from tests.training.test_pretraining import write_config, write_records
 
@@ -111,8 +111,6 @@ def free_port() -> int:
 
 @pytest.mark.parametrize("protocol", ["rest", "grpc"])
 def test_serving_client_without_a_server(protocol):
-    if protocol == "grpc":
-        pytest.importorskip("tensorflow_serving")
     port = free_port()
     result = run(
         "serving_client", "--model", "sst2", "--protocol", protocol,

@@ -2,14 +2,12 @@
 
 import numpy as np
 import pytest
+import transformers
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
-
-from keras_albert.convert import load_checkpoint, save_checkpoint  # noqa: E402
-from keras_albert.convert.huggingface import load_hf_weights  # noqa: E402
-from keras_albert.models import AlbertBackbone, AlbertMultipleChoice  # noqa: E402
-from tests.convert.hf_reference import (  # noqa: E402
+from keras_albert.convert import load_checkpoint, save_checkpoint
+from keras_albert.convert.huggingface import load_hf_weights
+from keras_albert.models import AlbertBackbone, AlbertMultipleChoice
+from tests.convert.hf_reference import (
     ATOL,
     CONFIGS,
     config_from_hf,
@@ -17,7 +15,7 @@ from tests.convert.hf_reference import (  # noqa: E402
     hf_model,
     state_dict_numpy,
 )
-from tests.convert.test_tf1 import (  # noqa: E402
+from tests.convert.test_tf1 import (
     CLASSIFIER_HEAD,
     CONFIG,
     OPTIMIZER_STATE,
@@ -25,7 +23,7 @@ from tests.convert.test_tf1 import (  # noqa: E402
     expected_names,
     write_tf1_checkpoint,
 )
-from tests.helpers import check_model_roundtrips, random_inputs, to_numpy  # noqa: E402
+from tests.helpers import check_model_roundtrips, random_inputs, to_numpy
 
 VALUES = CONFIGS["groups_and_inner_repetitions"]
 NUM_CHOICES = 4

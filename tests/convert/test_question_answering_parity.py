@@ -3,18 +3,16 @@ the original TF1 names of the SQuAD v1 and v2 heads."""
 
 import numpy as np
 import pytest
+import transformers
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
-
-from keras_albert import AlbertBackbone, AlbertQuestionAnswerer  # noqa: E402
-from keras_albert.convert.huggingface import (  # noqa: E402
+from keras_albert import AlbertBackbone, AlbertQuestionAnswerer
+from keras_albert.convert.huggingface import (
     hf_weights_from_model,
     load_hf_weights,
     write_hf_directory,
 )
-from keras_albert.convert.tf1 import load_tf1_weights, read_tf1_checkpoint  # noqa: E402
-from tests.convert.hf_reference import (  # noqa: E402
+from keras_albert.convert.tf1 import load_tf1_weights, read_tf1_checkpoint
+from tests.convert.hf_reference import (
     ATOL,
     CONFIGS,
     config_from_hf,
@@ -22,14 +20,14 @@ from tests.convert.hf_reference import (  # noqa: E402
     hf_model,
     state_dict_numpy,
 )
-from tests.convert.test_tf1 import (  # noqa: E402
+from tests.convert.test_tf1 import (
     CONFIG,
     OPTIMIZER_STATE,
     assert_landed,
     expected_names,
     write_tf1_checkpoint,
 )
-from tests.helpers import random_inputs, to_numpy  # noqa: E402
+from tests.helpers import random_inputs, to_numpy
 
 
 def assert_equal_on_real_tokens(ours, hf_output, padding_mask):

@@ -2,15 +2,13 @@
 
 import numpy as np
 import pytest
+import transformers
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
-
-from keras_albert.convert import load_checkpoint, save_checkpoint  # noqa: E402
-from keras_albert.convert.huggingface import load_hf_weights  # noqa: E402
-from keras_albert.convert.tf1 import load_tf1_weights  # noqa: E402
-from keras_albert.models import AlbertBackbone, AlbertTokenClassifier  # noqa: E402
-from tests.convert.hf_reference import (  # noqa: E402
+from keras_albert.convert import load_checkpoint, save_checkpoint
+from keras_albert.convert.huggingface import load_hf_weights
+from keras_albert.convert.tf1 import load_tf1_weights
+from keras_albert.models import AlbertBackbone, AlbertTokenClassifier
+from tests.convert.hf_reference import (
     ATOL,
     CONFIGS,
     config_from_hf,
@@ -18,7 +16,7 @@ from tests.convert.hf_reference import (  # noqa: E402
     hf_model,
     state_dict_numpy,
 )
-from tests.helpers import check_model_roundtrips, random_inputs, to_numpy  # noqa: E402
+from tests.helpers import check_model_roundtrips, random_inputs, to_numpy
 
 VALUES = dict(CONFIGS["groups_and_inner_repetitions"], num_labels=13)
 

@@ -515,7 +515,10 @@ def test_answer_class_head_answers_equal_the_python_decoding(task_served):
     for variable in model.trainable_variables:
         if "kernel" in variable.path and "backbone" not in variable.path:
             variable.assign(variable * 20.0)
-    module = QuestionAnsweringServingModule(model, tokenizer, 128, **QA_OPTIONS)
+    # The best span of every question (no threshold), as `best_span` below.
+    module = QuestionAnsweringServingModule(
+        model, tokenizer, 128, null_score_threshold=None, **QA_OPTIONS
+    )
     # The harness's exports use the null-span head; this one's graph is checked here.
     graph = module.endpoints["serving_default"].graph.as_graph_def()
     assert integer_transposes(graph) == []
@@ -532,7 +535,8 @@ def test_answer_class_head_answers_equal_the_python_decoding(task_served):
         name: np.stack([getattr(f, name) for f in features])
         for name in ("token_ids", "segment_ids", "padding_mask")
     }
-    expected = decode_answer_class(features, model.predict(inputs, verbose=0))
+    outputs = model.predict(inputs, verbose=0)
+    expected = decode_answer_class(features, outputs, null_score_threshold=None)
     for i in range(len(questions)):
         best = expected.best_span[str(i)]
         assert actual["answer"][i].numpy().decode() == best["text"]
@@ -541,6 +545,16 @@ def test_answer_class_head_answers_equal_the_python_decoding(task_served):
         np.testing.assert_allclose(
             float(actual["null_odds"][i]), expected.null_odds[str(i)], atol=1e-5
         )
+    # With the defaults on both sides, the one null threshold of evaluation and export: the
+    # served answers are the evaluated predictions ("" where the null odds exceed it).
+    thresholded = QuestionAnsweringServingModule(model, tokenizer, 128, **QA_OPTIONS)
+    served = thresholded.endpoints["serving_default"](
+        question=tf.constant([q.question for q in questions]),
+        context=tf.constant([q.context for q in questions]),
+    )
+    evaluated = decode_answer_class(features, outputs)
+    answers = [answer.decode() for answer in served["answer"].numpy()]
+    assert answers == [evaluated.predictions[str(i)] for i in range(len(questions))]
 
 
 def test_client_sends_task_inputs_over_rest(task_served):

@@ -2,6 +2,7 @@
 code, the serving module and the export tool read them from there, and no second literal of
 them is left anywhere in the library or the tools."""
 
+import ast
 import dataclasses
 import inspect
 import re
@@ -129,3 +130,14 @@ def test_the_literal_check_finds_a_second_literal(tmp_path, monkeypatch):
     monkeypatch.setitem(globals(), "REPO", tmp_path)
     assert len(_second_literals("doc_stride", 128)) == 2
     assert len(_second_literals("max_qa_length", 128)) == 1
+
+
+def test_each_tasks_defaults_module_imports_nothing():
+    # So that the options, the export tool and the serving modules can read it from anywhere
+    # without pulling in a task (import-linter cannot forbid the standard library).
+    paths = sorted((REPO / "keras_albert" / "finetuning").glob("*/defaults.py"))
+    assert [path.parent.name for path in paths] == ["glue", "ner", "race", "squad"]
+    for path in paths:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        imports = [node for node in ast.walk(tree) if isinstance(node, ast.Import | ast.ImportFrom)]
+        assert imports == [], path

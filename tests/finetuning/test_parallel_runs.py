@@ -8,8 +8,8 @@ import pytest
 from keras_albert import AlbertConfig
 from keras_albert.finetuning.options import FinetuningOptions
 from keras_albert.finetuning.parallel_runs import LOG_NAME, available_cores, finetune_runs
+from tests.finetuning.test_driver import ALBERT_MODEL, TINY_30K
 from tests.text.glue_rows import GLUE_DATA
-from tests.training.test_finetuning import ALBERT_MODEL, TINY_30K
 
 
 def _runs(tmp_path, name, seeds=(0, 1), **changes):

@@ -4,6 +4,7 @@ import os
 
 import numpy as np
 import pytest
+import seqeval.metrics as seqeval_metrics
 
 from keras_albert.finetuning.ner.features import (
     IGNORE_LABEL,
@@ -17,8 +18,6 @@ from keras_albert.finetuning.ner.features import (
     write_conll_predictions,
 )
 from tests.text._paths import DATA_DIR
-
-seqeval_metrics = pytest.importorskip("seqeval.metrics")
 
 DEV = os.path.join(DATA_DIR, "ner", "wnut17_dev.conll")
 TYPES = ["corporation", "creative-work", "group", "location", "person", "product"]
