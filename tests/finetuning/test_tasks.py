@@ -14,11 +14,9 @@ import pytest
 from seqeval.metrics import f1_score as seqeval_f1
 
 from keras_albert import AlbertConfig
-from keras_albert.finetuning.ner.features import read_conll
-from keras_albert.finetuning.ner.task import predict_ner
+from keras_albert.finetuning.ner.features import make_ner_dataset, read_conll, word_predictions
 from keras_albert.finetuning.options import FinetuningOptions
-from keras_albert.finetuning.race.features import read_race
-from keras_albert.finetuning.race.task import predict_race
+from keras_albert.finetuning.race.features import make_race_dataset, read_race
 from keras_albert.finetuning.registry import checked_task_class
 from keras_albert.finetuning.squad.features import (
     feature_arrays,
@@ -188,10 +186,8 @@ def test_race_end_to_end_and_step_progress(config_path, tmp_path, capsys):
     assert metrics == {"accuracy": pytest.approx(accuracy)}
 
     tokenizer = AlbertTokenizer(ALBERT_SPM)
-    probabilities = predict_race(
-        best, read_race(str(data)), tokenizer, SEQUENCE_LENGTH, max_qa_length=16
-    )
-    letters = [chr(ord("A") + int(i)) for i in probabilities.argmax(-1)]
+    inputs = make_race_dataset(read_race(str(data)), tokenizer, SEQUENCE_LENGTH, max_qa_length=16)
+    letters = [chr(ord("A") + int(i)) for i in best.predict(inputs, verbose=0).argmax(-1)]
     assert [r["prediction"] for r in records] == letters
 
 
@@ -220,5 +216,12 @@ def test_ner_end_to_end(config_path, tmp_path):
     assert metrics["f1"] == pytest.approx(seqeval_f1(sentences.tags, predicted))
 
     tokenizer = AlbertTokenizer(ALBERT_SPM)
-    tags, cut = predict_ner(best, sentences, tokenizer, summary["labels"], SEQUENCE_LENGTH)
+    tags, cut = [], 0
+    for features, _, positions in make_ner_dataset(
+        sentences, tokenizer, summary["labels"], SEQUENCE_LENGTH, with_positions=True
+    ):
+        batch_tags, batch_cut = word_predictions(
+            best.predict_on_batch(features), positions.to_list(), summary["labels"]
+        )
+        tags, cut = tags + batch_tags, cut + batch_cut
     assert tags == predicted and cut == metrics["num_cut_words"]
