@@ -93,3 +93,13 @@ def check_model_roundtrips(model, inputs, tmp_path, atol=1e-6):
     restored = keras.models.load_model(path)
     assert type(restored) is type(model)
     assert_allclose_tree(restored(inputs), expected, atol=atol)
+
+
+def ner_task(data: str, tokenizer=None, **options):
+    """A `NerTask` training and evaluating on the CoNLL file `data` (the tokenizer is needed
+    only for its datasets; `objective` and `build_model` take none)."""
+    from keras_albert.finetuning.ner.task import NerTask
+    from keras_albert.finetuning.options import FinetuningOptions
+
+    options = FinetuningOptions("ner", data, data, "unused", preset="albert_base_v2", **options)
+    return NerTask(options, tokenizer)

@@ -25,10 +25,15 @@ What `output_dir` holds:
                                GLUE: eval_predictions.tsv (index, prediction, label) and, with
                                  `test_data`, test_predictions.tsv (index, prediction)
                                SQuAD: predictions.json, null_odds.json, nbest_predictions.json
-                               RACE: eval_predictions.jsonl (one line per question)
-                               NER: eval_predictions.conll (word, gold, predicted)
+                                 and, with `test_data`, test_predictions.json (id → answer)
+                                 and for v2 test_null_odds.json
+                               RACE: eval_predictions.jsonl (one line per question) and, with
+                                 `test_data`, test_predictions.jsonl (the same, no label)
+                               NER: eval_predictions.conll (word, gold, predicted) and, with
+                                 `test_data`, test_predictions.conll (word, predicted)
     tokenizer.model          the SentencePiece model used (so the directory is self-contained)
-    summary.json             the options, recipe, best metrics and example counts
+    summary.json             the options, recipe, best metrics and example counts (train,
+                             eval and test)
 
 Default recipes: google-research/albert `run_glue.sh` (commit 557c37b) per GLUE task, the
 original README's for SQuAD and RACE, Hugging Face `run_ner`'s for NER. `scale` multiplies

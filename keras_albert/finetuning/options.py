@@ -48,7 +48,9 @@ class FinetuningOptions:
             training from scratch.
         sentencepiece_model: the SentencePiece model; by default `*.model` in
             `init_checkpoint`'s directory or the one its `run.json` names.
-        test_data: an unlabeled file (GLUE test layout) to predict with the best checkpoint.
+        test_data: an unlabeled file to predict with the best checkpoint, in the task's
+            layout without the gold: a GLUE-style test TSV/CSV, a SQuAD JSON whose questions
+            have no answers, RACE passages without answers, a CoNLL file of words only.
         sequence_length: packed length; by default the original's for the task (its
             `defaults.SEQUENCE_LENGTH`).
         scale: multiplies the recipe's train and warmup steps (e.g. 0.05 on a laptop).

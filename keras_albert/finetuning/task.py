@@ -40,8 +40,9 @@ class FinetuningTask(abc.ABC):
         name: the task's name (in logs and the summary).
         main_metric: the metric (a key of `evaluate`'s result) that picks the best checkpoint.
         sequence_length: `options.sequence_length`, or the task's `default_sequence_length`.
-        train, evaluation: the task's examples (`num_train` and `num_eval` are their lengths
-            unless a task counts otherwise).
+        train, evaluation, test: the task's examples (`num_train`, `num_eval` and `num_test`
+            are their lengths unless a task counts otherwise); `test` is None without
+            `options.test_data`, the unlabeled file `evaluate` also predicts when it writes.
         num_train: training examples, as the recipe counts them (questions, sentences, rows).
         num_train_batches_per_pass: batches of `batch_size` in one pass over the training data.
     """
@@ -49,6 +50,7 @@ class FinetuningTask(abc.ABC):
     default_sequence_length: int = 512
     # Whether `options.pad_to_multiple_of` (dynamic padding) applies to the task's batches.
     dynamic_padding: bool = False
+    test = None
 
     def __init__(self, options: FinetuningOptions, tokenizer):
         self.options = options
@@ -64,6 +66,10 @@ class FinetuningTask(abc.ABC):
     @property
     def num_eval(self) -> int:
         return len(self.evaluation)
+
+    @property
+    def num_test(self) -> int | None:
+        return None if self.test is None else len(self.test)
 
     def num_train_features(self) -> int:
         """Rows the training dataset draws from (SQuAD: windows); the pass length."""
@@ -91,8 +97,13 @@ class FinetuningTask(abc.ABC):
     def evaluate(
         self, model: keras.Model, batch_size: int, output_dir: str | None = None
     ) -> dict[str, float]:
-        """The eval data's official metrics; with `output_dir`, the predictions files too."""
+        """The eval data's official metrics; with `output_dir`, the predictions files too: the
+        eval data's and, with `options.test_data`, the test data's (`test_predictions.*`)."""
 
     def summary(self) -> dict:
         """What the task adds to `summary.json` (counts, skipped rows, labels)."""
-        return {"num_train_examples": self.num_train, "num_eval_examples": self.num_eval}
+        return {
+            "num_train_examples": self.num_train,
+            "num_eval_examples": self.num_eval,
+            "num_test_examples": self.num_test,
+        }

@@ -228,6 +228,7 @@ def test_from_pretraining_output_generic_csv_learns_and_predicts_with_the_best_m
         )
     )
     assert summary["num_train_examples"] == 40 and summary["options"]["init_checkpoint"]
+    assert summary["num_test_examples"] == 20 and summary["num_skipped"]["test"] == 0
     assert summary["best"]["accuracy"] >= 0.9, summary["history"]
 
     eval_rows = _read_predictions(output_dir / "eval_predictions.tsv")

@@ -1,6 +1,8 @@
 """SQuAD v1.1 / v2.0 (both answerability heads), RACE and NER through `tools/finetune.py main`,
 on real samples of tests/data: every file written, official metric keys, and the written
-predictions are those of `best.keras` reloaded here (from the files, not from the driver)."""
+predictions are those of `best.keras` reloaded here (from the files, not from the driver). Each
+run also predicts `--test-data`, the eval file without its gold: the test predictions are the
+eval predictions, question for question (sentence for sentence)."""
 
 import csv
 import json
@@ -14,13 +16,18 @@ import pytest
 from seqeval.metrics import f1_score as seqeval_f1
 
 from keras_albert import AlbertConfig
-from keras_albert.finetuning.ner.features import read_conll
-from keras_albert.finetuning.ner.task import predict_ner
+from keras_albert.finetuning.driver import finetune
+from keras_albert.finetuning.ner.features import (
+    ConllFormatError,
+    make_ner_dataset,
+    read_conll,
+    word_predictions,
+)
 from keras_albert.finetuning.options import FinetuningOptions
-from keras_albert.finetuning.race.features import read_race
-from keras_albert.finetuning.race.task import predict_race
+from keras_albert.finetuning.race.features import RaceFormatError, make_race_dataset, read_race
 from keras_albert.finetuning.registry import checked_task_class
 from keras_albert.finetuning.squad.features import (
+    SquadFormatError,
     feature_arrays,
     read_squad_examples,
     squad_features,
@@ -91,6 +98,18 @@ def _squad_v1_sample(path):
     return str(path)
 
 
+def _without_answers(data, path):
+    """A SQuAD test file: `data` without any question's gold."""
+    dataset = json.loads(Path(data).read_text(encoding="utf-8"))
+    for article in dataset["data"]:
+        for paragraph in article["paragraphs"]:
+            for question in paragraph["qas"]:
+                for gold in ("answers", "is_impossible", "plausible_answers"):
+                    question.pop(gold, None)
+    path.write_text(json.dumps(dataset), encoding="utf-8")
+    return str(path)
+
+
 @pytest.mark.parametrize(
     "task, answerability",
     [("squad_v1", "null_span"), ("squad_v2", "null_span"), ("squad_v2", "answer_class")],
@@ -103,6 +122,7 @@ def test_squad_end_to_end(task, answerability, config_path, tmp_path):
     output_dir = tmp_path / "run"
     flags = ["--squad-answerability", answerability, "--doc-stride", "24"]
     flags += ["--max-query-length", "16", "--verbose", "0"]
+    flags += ["--test-data", _without_answers(data, tmp_path / "test.json")]
     summary, metrics, best = finetune_tool(config_path, output_dir, task, data, data, *flags)
     assert set(metrics) == (SQUAD_V2_KEYS if task == "squad_v2" else SQUAD_V1_KEYS)
     assert summary["main_metric"] == "f1" and best.answerability == answerability
@@ -138,6 +158,17 @@ def test_squad_end_to_end(task, answerability, config_path, tmp_path):
     assert [e["text"] for e in written["nbest_predictions"][examples[0].qid]] == [
         e["text"] for e in result.nbest[examples[0].qid]
     ]
+    # The test file is the eval file without its answers: the same questions, decoded as the
+    # evaluation decodes them at the same threshold, each once, in file order.
+    test_predictions = json.loads((output_dir / "test_predictions.json").read_text("utf-8"))
+    assert list(test_predictions) == [example.qid for example in examples]
+    assert test_predictions == written["predictions"]
+    assert summary["num_test_examples"] == len(examples) == summary["num_eval_examples"]
+    if task == "squad_v2":
+        test_null_odds = json.loads((output_dir / "test_null_odds.json").read_text("utf-8"))
+        assert test_null_odds == written["null_odds"]
+    else:
+        assert not (output_dir / "test_null_odds.json").exists()
     if task == "squad_v1":
         recomputed = evaluate(dataset, written["predictions"])
     else:
@@ -160,6 +191,13 @@ def test_squad_v1_refuses_the_answer_class_head():
 # RACE and NER.
 
 
+def _race_without_answers(passages, path):
+    """A RACE test file: the passages (`{"data": [...]}`) without their answers."""
+    data = [{key: value for key, value in p.items() if key != "answers"} for p in passages["data"]]
+    path.write_text(json.dumps({"data": data}), encoding="utf-8")
+    return str(path)
+
+
 def test_race_end_to_end_and_step_progress(config_path, tmp_path, capsys):
     sample = os.path.join(DATA_DIR, "race", "expmrc-race-dev-sample.json")
     with open(sample, encoding="utf-8") as file:
@@ -167,8 +205,9 @@ def test_race_end_to_end_and_step_progress(config_path, tmp_path, capsys):
     passages["data"] = passages["data"][:3]  # the first 3 passages: a dozen questions
     data = tmp_path / "race.json"
     data.write_text(json.dumps(passages), encoding="utf-8")
+    test = _race_without_answers(passages, tmp_path / "test.json")
     output_dir = tmp_path / "run"
-    flags = ["--max-qa-length", "16", "--verbose", "2"]
+    flags = ["--max-qa-length", "16", "--verbose", "2", "--test-data", str(test)]
     summary, metrics, best = finetune_tool(config_path, output_dir, "race", str(data), str(data),
                                            *flags)  # fmt: skip
     out = capsys.readouterr().out
@@ -188,11 +227,13 @@ def test_race_end_to_end_and_step_progress(config_path, tmp_path, capsys):
     assert metrics == {"accuracy": pytest.approx(accuracy)}
 
     tokenizer = AlbertTokenizer(ALBERT_SPM)
-    probabilities = predict_race(
-        best, read_race(str(data)), tokenizer, SEQUENCE_LENGTH, max_qa_length=16
-    )
-    letters = [chr(ord("A") + int(i)) for i in probabilities.argmax(-1)]
+    inputs = make_race_dataset(read_race(str(data)), tokenizer, SEQUENCE_LENGTH, max_qa_length=16)
+    letters = [chr(ord("A") + int(i)) for i in best.predict(inputs, verbose=0).argmax(-1)]
     assert [r["prediction"] for r in records] == letters
+    # The test file is the eval file without answers: the same lines, without the label.
+    test_records = [json.loads(line) for line in (output_dir / "test_predictions.jsonl").open()]
+    assert test_records == [{k: v for k, v in r.items() if k != "label"} for r in records]
+    assert summary["num_test_examples"] == len(gold)
 
 
 def test_ner_end_to_end(config_path, tmp_path):
@@ -200,10 +241,16 @@ def test_ner_end_to_end(config_path, tmp_path):
     lines = Path(dev).read_text(encoding="utf-8").splitlines(keepends=True)
     data = tmp_path / "ner.conll"
     data.write_text("".join(lines[:240]), encoding="utf-8")  # the first 15 sentences
+    test = tmp_path / "test.conll"  # words only: the first column of the eval file
+    test.write_text(
+        "".join(line.split("\t")[0].rstrip("\n") + "\n" for line in lines[:240]),
+        encoding="utf-8",
+    )
     output_dir = tmp_path / "run"
     summary, metrics, best = finetune_tool(
-        config_path, output_dir, "ner", str(data), str(data), "--verbose", "0"
-    )
+        config_path, output_dir, "ner", str(data), str(data), "--verbose", "0",
+        "--test-data", str(test),
+    )  # fmt: skip
     sentences = read_conll(data)
     assert summary["labels"][0] == "O" and best.labels == summary["labels"]
     types = {tag[2:] for tag in summary["labels"][1:]}
@@ -220,5 +267,48 @@ def test_ner_end_to_end(config_path, tmp_path):
     assert metrics["f1"] == pytest.approx(seqeval_f1(sentences.tags, predicted))
 
     tokenizer = AlbertTokenizer(ALBERT_SPM)
-    tags, cut = predict_ner(best, sentences, tokenizer, summary["labels"], SEQUENCE_LENGTH)
+    tags, cut = [], 0
+    for features, _, positions in make_ner_dataset(
+        sentences, tokenizer, summary["labels"], SEQUENCE_LENGTH, with_positions=True
+    ):
+        batch_tags, batch_cut = word_predictions(
+            best.predict_on_batch(features), positions.to_list(), summary["labels"]
+        )
+        tags, cut = tags + batch_tags, cut + batch_cut
     assert tags == predicted and cut == metrics["num_cut_words"]
+    # The test file is the eval file's words: each sentence once, its words and predicted tags.
+    written = (output_dir / "test_predictions.conll").read_text(encoding="utf-8").split("\n\n")
+    test_rows = [[line.split("\t") for line in block.splitlines()] for block in written]
+    assert test_rows == [[[row[0], row[2]] for row in rows_] for rows_ in rows]
+    assert summary["num_test_examples"] == len(sentences)
+
+
+@pytest.mark.parametrize(
+    "task, error, message",
+    [
+        ("squad_v2", SquadFormatError, r"no answer .*read as `test_data`"),
+        ("race", RaceFormatError, r"missing \['answers'\].*read as `test_data`"),
+        ("ner", ConllFormatError, r"test\.conll:1: expected a token and its tag.*`test_data`"),
+    ],
+)
+def test_an_unlabeled_file_is_test_data_only(task, error, message, config_path, tmp_path):
+    """The test files above, given as `eval_data`: an error before any output is written."""
+    if task == "squad_v2":
+        train = os.path.join(DATA_DIR, "squad", "dev-v2.0-small.json")
+        test = _without_answers(train, tmp_path / "test.json")
+    elif task == "race":
+        train = os.path.join(DATA_DIR, "race", "expmrc-race-dev-sample.json")
+        passages = json.loads(Path(train).read_text(encoding="utf-8"))
+        test = _race_without_answers(passages, tmp_path / "test.json")
+    else:
+        train = os.path.join(DATA_DIR, "ner", "wnut17_dev.conll")
+        test = tmp_path / "test.conll"
+        test.write_text("Stabilized\napproach\n", encoding="utf-8")
+    options = FinetuningOptions(
+        task, train, str(test), str(tmp_path / "run"), config=config_path,
+        sentencepiece_model=ALBERT_SPM, sequence_length=SEQUENCE_LENGTH, max_query_length=16,
+        verbose=0,
+    )  # fmt: skip
+    with pytest.raises(error, match=message):
+        finetune(options)
+    assert not (tmp_path / "run").exists()

@@ -99,7 +99,8 @@ def read_conll(path: str | os.PathLike, labeled: bool = True) -> ConllSentences:
             if labeled:
                 if len(fields) < 2:
                     raise ConllFormatError(
-                        f"{path}:{number}: expected a token and its tag, found {line!r}"
+                        f"{path}:{number}: expected a token and its tag, found {line!r} (a "
+                        "file of words only is read as `test_data`)"
                     )
                 tag = fields[-1].strip()
                 if not _TAG.match(tag):

@@ -1,25 +1,23 @@
-"""Named entities as a fine-tuning task: the model, its loss and metrics, evaluation.
+"""Named entities as a `FinetuningTask`: CoNLL sentences (`keras_albert.finetuning.ner.features`)
+→ an `AlbertTokenClassifier` head → entity precision, recall and F1, and the predictions files.
 
-The pieces a driver plugs together (the data side is `keras_albert.finetuning.ner.features`):
-
-    train = read_conll(train_file)
-    labels = label_list(train.tags)           # saved with the model: the tag of each output
-    model = build_ner_model(backbone, labels)
-    compile_ner_model(model, optimizer)
-    model.fit(make_ner_dataset(train, tokenizer, labels, ..., training=True), ...)
-    metrics = evaluate_ner(model, read_conll(eval_file), tokenizer, labels, ...,
-                           predictions_path=...)
+    task = NerTask(options, tokenizer)            # reads train_data / eval_data (/ test_data)
+    task.labels                                   # from the training file; saved with the model
+    model = task.build_model(backbone)            # one output per tag
+    task.compile(model, optimizer)                # first-piece cross-entropy and accuracy
+    model.fit(task.train_dataset(batch_size, seed), steps_per_epoch=...)
+    metrics = task.evaluate(model, batch_size, output_dir)   # {"f1", ...} and the files
 
 The original ALBERT has no NER recipe; `NER_RECIPE` is Hugging Face `run_ner`'s defaults
 (learning rate 5e-5, batch 32, 3 epochs, no warmup, sequence length 128), steps set from the
-file size. `NerTask` is the driver's `FinetuningTask`: it writes `eval_predictions.conll`
-(`word<TAB>gold<TAB>predicted`, `write_conll_predictions`).
+file size. `evaluate` with `output_dir` writes `eval_predictions.conll`
+(`word<TAB>gold<TAB>predicted`, `write_conll_predictions`) and, with `test_data` (a CoNLL file
+of words only, read with `labeled=False`), `test_predictions.conll` (`word<TAB>predicted`).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 
 import keras
 import numpy as np
@@ -37,32 +35,10 @@ from keras_albert.finetuning.ner.features import (
 )
 from keras_albert.finetuning.recipes import EpochRecipe
 from keras_albert.finetuning.task import FinetuningTask
-from keras_albert.models import AlbertBackbone, AlbertTokenClassifier
+from keras_albert.models import AlbertTokenClassifier
 from keras_albert.training.objective import Objective
 
 NER_RECIPE = EpochRecipe(**defaults.RECIPE)
-NER_SEQUENCE_LENGTH = defaults.SEQUENCE_LENGTH
-NER_MAIN_METRIC = "f1"
-
-
-def build_ner_model(
-    backbone: AlbertBackbone, labels: Sequence[str], dropout: float = 0.1
-) -> AlbertTokenClassifier:
-    """A fresh token head on `backbone`, one output per tag; the tags go into its config."""
-    return AlbertTokenClassifier(
-        backbone,
-        num_labels=len(labels),
-        labels=list(labels),
-        dropout=dropout,
-        initializer_range=backbone.albert_config.initializer_range,
-    )
-
-
-def ner_loss() -> keras.losses.Loss:
-    """Cross-entropy over the first piece of each word; -100 (other pieces, padding) skipped."""
-    return keras.losses.SparseCategoricalCrossentropy(
-        from_logits=True, ignore_class=IGNORE_LABEL, name="ner_loss"
-    )
 
 
 @keras.saving.register_keras_serializable(package="keras_albert")
@@ -89,97 +65,19 @@ class FirstPieceAccuracy(keras.metrics.Metric):
         self.count.assign(0.0)
 
 
-def ner_metrics() -> list[keras.metrics.Metric]:
-    return [FirstPieceAccuracy()]
-
-
-def ner_objective() -> Objective:
-    return Objective(ner_loss(), metrics=ner_metrics())
-
-
-def compile_ner_model(model: AlbertTokenClassifier, optimizer, **compile_kwargs) -> None:
-    model.compile(optimizer=optimizer, **ner_objective().compile_kwargs(), **compile_kwargs)
-
-
-def ner_inputs(
-    sentences: ConllSentences,
-    tokenizer,
-    labels: Sequence[str],
-    sequence_length: int = NER_SEQUENCE_LENGTH,
-    batch_size: int = 32,
-) -> list[tuple[dict, list[list[int]]]]:
-    """`(features, word_positions)` per batch, in order, packed once and kept in memory (an
-    evaluation set scored after every epoch is tokenized only once)."""
-    unlabeled = ConllSentences(sentences.path, sentences.words, None, sentences.line_numbers)
-    dataset = make_ner_dataset(
-        unlabeled, tokenizer, labels, sequence_length, batch_size, with_positions=True
-    )
-    return [(features, positions.to_list()) for features, positions in dataset]
-
-
-def predict_ner(
-    model: AlbertTokenClassifier,
-    sentences: ConllSentences,
-    tokenizer,
-    labels: Sequence[str],
-    sequence_length: int = NER_SEQUENCE_LENGTH,
-    batch_size: int = 32,
-    inputs: list | None = None,
-) -> tuple[list[list[str]], int]:
-    """The tag of every word (from its first piece) and the number of words cut. `inputs`:
-    the sentences' `ner_inputs`, when already made."""
-    if inputs is None:
-        inputs = ner_inputs(sentences, tokenizer, labels, sequence_length, batch_size)
-    tags, cut = [], 0
-    for features, positions in inputs:
-        logits = np.asarray(model.predict_on_batch(features))
-        batch_tags, batch_cut = word_predictions(logits, positions, labels)
-        tags += batch_tags
-        cut += batch_cut
-    return tags, cut
-
-
-def evaluate_ner(
-    model: AlbertTokenClassifier,
-    sentences: ConllSentences,
-    tokenizer,
-    labels: Sequence[str],
-    sequence_length: int = NER_SEQUENCE_LENGTH,
-    batch_size: int = 32,
-    predictions_path: str | None = None,
-    inputs: list | None = None,
-) -> dict[str, float]:
-    """Entity `precision`, `recall`, `f1` (micro) and `f1_<type>` for every type of `labels`
-    and of the gold tags (0 when absent: the keys do not depend on the predictions), plus
-    `num_cut_words`."""
-    if sentences.tags is None:
-        raise ValueError("Evaluation needs a labeled CoNLL file (word and tag columns)")
-    predicted, cut = predict_ner(
-        model, sentences, tokenizer, labels, sequence_length, batch_size, inputs
-    )
-    if predictions_path is not None:
-        write_conll_predictions(predictions_path, sentences, predicted)
-    scores = entity_scores(sentences.tags, predicted)
-    metrics = {key: scores["micro"][key] for key in ("precision", "recall", "f1")}
-    kinds = {tag[2:] for tag in labels if tag != "O"}
-    kinds |= {tag[2:] for tags in sentences.tags for tag in tags if tag != "O"}
-    for kind in sorted(kinds):
-        metrics[f"f1_{kind}"] = scores[kind]["f1"] if kind in scores else 0.0
-    metrics["num_cut_words"] = cut
-    return metrics
-
-
 class NerTask(FinetuningTask):
-    """Named entities through the fine-tuning driver: CoNLL `train_data` / `eval_data`, the
-    label list from the training file, entity F1 as the main metric."""
+    """Named entities through the fine-tuning driver: CoNLL `train_data` / `eval_data` (/ a
+    words-only `test_data`), the label list from the training file, entity F1 as the main
+    metric."""
 
-    default_sequence_length = NER_SEQUENCE_LENGTH
+    default_sequence_length = defaults.SEQUENCE_LENGTH
 
     def __init__(self, options, tokenizer):
         super().__init__(options, tokenizer)
-        self.name, self.main_metric = "ner", NER_MAIN_METRIC
+        self.name, self.main_metric = "ner", "f1"
         self.train = read_conll(options.train_data)
         self.evaluation = read_conll(options.eval_data)
+        self.test = read_conll(options.test_data, labeled=False) if options.test_data else None
         self.labels = label_list(self.train.tags)
         self._eval_inputs = None
 
@@ -187,10 +85,20 @@ class NerTask(FinetuningTask):
         return NER_RECIPE
 
     def build_model(self, backbone):
-        return build_ner_model(backbone, self.labels, dropout=self.options.dropout)
+        return AlbertTokenClassifier(
+            backbone,
+            num_labels=len(self.labels),
+            labels=list(self.labels),
+            dropout=self.options.dropout,
+            initializer_range=backbone.albert_config.initializer_range,
+        )
 
     def objective(self, model):
-        return ner_objective()
+        # Cross-entropy over the first piece of each word; -100 (other pieces, padding) skipped.
+        loss = keras.losses.SparseCategoricalCrossentropy(
+            from_logits=True, ignore_class=IGNORE_LABEL, name="ner_loss"
+        )
+        return Objective(loss, metrics=[FirstPieceAccuracy()])
 
     def train_dataset(self, batch_size, seed):
         return make_ner_dataset(
@@ -199,15 +107,46 @@ class NerTask(FinetuningTask):
         )  # fmt: skip
 
     def evaluate(self, model, batch_size, output_dir=None):
-        if self._eval_inputs is None:
-            self._eval_inputs = ner_inputs(
-                self.evaluation, self.tokenizer, self.labels, self.sequence_length, batch_size
-            )
-        path = None if output_dir is None else os.path.join(output_dir, "eval_predictions.conll")
-        return evaluate_ner(
-            model, self.evaluation, self.tokenizer, self.labels, self.sequence_length,
-            batch_size, predictions_path=path, inputs=self._eval_inputs,
+        """Entity `precision`, `recall`, `f1` (micro) and `f1_<type>` for every type of the
+        labels and of the gold tags (0 when absent: the keys do not depend on the
+        predictions), plus `num_cut_words`."""
+        if self._eval_inputs is None:  # the eval set is tokenized once, not at every evaluation
+            self._eval_inputs = self._inputs(self.evaluation, batch_size)
+        predicted, cut = self._predict(model, self._eval_inputs)
+        if output_dir is not None:
+            path = os.path.join(output_dir, "eval_predictions.conll")
+            write_conll_predictions(path, self.evaluation, predicted)
+            if self.test is not None:
+                test, _ = self._predict(model, self._inputs(self.test, batch_size))
+                path = os.path.join(output_dir, "test_predictions.conll")
+                write_conll_predictions(path, self.test, test)
+        scores = entity_scores(self.evaluation.tags, predicted)
+        metrics = {key: scores["micro"][key] for key in ("precision", "recall", "f1")}
+        kinds = {tag[2:] for tag in self.labels if tag != "O"}
+        kinds |= {tag[2:] for tags in self.evaluation.tags for tag in tags if tag != "O"}
+        for kind in sorted(kinds):
+            metrics[f"f1_{kind}"] = scores[kind]["f1"] if kind in scores else 0.0
+        metrics["num_cut_words"] = cut
+        return metrics
+
+    def _inputs(self, sentences: ConllSentences, batch_size: int) -> list:
+        """`(features, word_positions)` per batch, in order, packed once and kept in memory."""
+        unlabeled = ConllSentences(sentences.path, sentences.words, None, sentences.line_numbers)
+        dataset = make_ner_dataset(
+            unlabeled, self.tokenizer, self.labels, self.sequence_length, batch_size,
+            with_positions=True,
         )  # fmt: skip
+        return [(features, positions.to_list()) for features, positions in dataset]
+
+    def _predict(self, model: keras.Model, inputs: list) -> tuple[list[list[str]], int]:
+        """The tag of every word (from its first piece) and the number of words cut."""
+        tags, cut = [], 0
+        for features, positions in inputs:
+            logits = np.asarray(model.predict_on_batch(features))
+            batch_tags, batch_cut = word_predictions(logits, positions, self.labels)
+            tags += batch_tags
+            cut += batch_cut
+        return tags, cut
 
     def summary(self):
         return {**super().summary(), "labels": self.labels}

@@ -138,7 +138,10 @@ def _check_passage(passage: dict, where: str, labeled: bool) -> None:
     needed = ["article", "questions", "options"] + (["answers"] if labeled else [])
     missing = [key for key in needed if key not in passage]
     if missing:
-        raise RaceFormatError(f"{where}: missing {missing}; a RACE passage has {needed}")
+        hint = (
+            " (passages without answers are read as `test_data`)" if missing == ["answers"] else ""
+        )
+        raise RaceFormatError(f"{where}: missing {missing}; a RACE passage has {needed}{hint}")
     if not isinstance(passage["article"], str):
         raise RaceFormatError(f"{where}: `article` must be a string")
     questions, options = passage["questions"], passage["options"]

@@ -1,7 +1,8 @@
 """SQuAD v1.1 / v2.0 JSON → question-answering windows, with character offsets for every token.
 
 `read_squad_examples(path)` yields one `SquadExample` per question (v2.0's `is_impossible` and
-v1.1 files alike). `squad_features(examples, tokenizer)` yields `SquadFeature` windows, streaming:
+v1.1 files alike; with `labeled=False`, test files: questions without answers).
+`squad_features(examples, tokenizer)` yields `SquadFeature` windows, streaming:
 
 - each window is `[CLS] question [SEP] context window [SEP]` padded to `sequence_length`, the
   question cut to `max_query_length` tokens, successive windows starting `doc_stride` context
@@ -84,21 +85,43 @@ class SquadFeature:
     is_impossible: bool
 
 
-def read_squad_examples(source: str | os.PathLike | Mapping) -> Iterator[SquadExample]:
-    """The questions of a SQuAD v1.1 or v2.0 JSON file (or its parsed dict), in file order."""
+def read_squad_examples(
+    source: str | os.PathLike | Mapping, labeled: bool = True
+) -> Iterator[SquadExample]:
+    """The questions of a SQuAD v1.1 or v2.0 JSON file (or its parsed dict), in file order.
+
+    Args:
+        source: the file, or its parsed dict.
+        labeled: whether every question carries its gold: `answers` (at their
+            `answer_start`), or v2.0's `is_impossible`. `False` reads a test file (questions
+            without either); any `answers` there are ignored, and every example has none.
+
+    Raises:
+        SquadFormatError: naming the file and the question, for a file without the
+            data → paragraphs → context / qas → id / question layout, an answer not at its
+            `answer_start`, or (labeled) a question without an answer nor `is_impossible`.
+    """
     if isinstance(source, Mapping):
         dataset, name = source, "<dict>"
     else:
         name = os.fspath(source)
         with open(name, encoding="utf-8") as f:
             dataset = json.load(f)
-    if "data" not in dataset:
+    if not isinstance(dataset, Mapping) or not isinstance(dataset.get("data"), list):
         raise SquadFormatError(f"{name!r} is not SQuAD JSON: it has no 'data' list.")
-    for article in dataset["data"]:
-        for paragraph in article["paragraphs"]:
+    for number, article in enumerate(dataset["data"]):
+        where = f"{name!r} article {number}"
+        _require_fields(article, {"paragraphs": list}, where)
+        for index, paragraph in enumerate(article["paragraphs"]):
+            where = f"{name!r} article {number} paragraph {index}"
+            _require_fields(paragraph, {"context": str, "qas": list}, where)
             context = paragraph["context"]
             for question in paragraph["qas"]:
+                _require_fields(question, {"id": str, "question": str}, where)
                 qid = question["id"]
+                if not labeled:
+                    yield SquadExample(qid, question["question"], context, (), False)
+                    continue
                 is_impossible = bool(question.get("is_impossible", False))
                 answers = []
                 for answer in [] if is_impossible else question.get("answers", []):
@@ -113,11 +136,22 @@ def read_squad_examples(source: str | os.PathLike | Mapping) -> Iterator[SquadEx
                 if not is_impossible and not answers:
                     raise SquadFormatError(
                         f"Question {qid!r} in {name!r} has no answer and is not marked "
-                        "is_impossible."
+                        "is_impossible (a test file without answers is read as `test_data`)."
                     )
                 yield SquadExample(
                     qid, question["question"], context, tuple(answers), is_impossible
                 )
+
+
+def _require_fields(item, fields: dict[str, type], where: str) -> None:
+    if not isinstance(item, Mapping):
+        raise SquadFormatError(f"{where}: expected a JSON object, found {type(item).__name__}.")
+    for field, kind in fields.items():
+        if not isinstance(item.get(field), kind):
+            raise SquadFormatError(
+                f"{where}: `{field}` must be a {kind.__name__} (the SQuAD layout data → "
+                f"paragraphs → context, qas → id, question). Received: {item.get(field)!r:.80}"
+            )
 
 
 def answer_token_span(tokens: ContextTokens, start: int, end: int) -> tuple[int, int]:

@@ -16,7 +16,9 @@ Windows of one question are merged (features must come grouped by question, as
 `squad_features` yields them); candidates with the same text are kept once (the best). A
 question is answered "" when its `null_odds` > `null_score_threshold` (v2; None = always answer,
 as v1.1). Answers are `context[answer_start:answer_end]`, exact substrings of the context.
-`write_prediction_files` writes `predictions.json`, `null_odds.json`, `nbest_predictions.json`.
+`write_prediction_files` writes `predictions.json`, `null_odds.json`, `nbest_predictions.json`;
+`write_test_predictions` the submission files of a test file, `test_predictions.json` (and for
+v2.0 `test_null_odds.json`).
 """
 
 from __future__ import annotations
@@ -247,14 +249,27 @@ def apply_null_threshold(result: SquadPredictions, threshold: float) -> dict[str
     }
 
 
+def _finite_null_odds(result: SquadPredictions) -> dict[str, float]:
+    # JSON has no infinity: a question without any valid span gets 1e30 ("no answer" at any
+    # threshold the official script would try).
+    return {qid: (odds if math.isfinite(odds) else 1e30) for qid, odds in result.null_odds.items()}
+
+
 def write_prediction_files(result: SquadPredictions, output_dir: str | os.PathLike) -> None:
     """`predictions.json`, `null_odds.json` and `nbest_predictions.json` in `output_dir`."""
     write_json(result.predictions, os.path.join(output_dir, "predictions.json"))
-    write_json(
-        {qid: (odds if math.isfinite(odds) else 1e30) for qid, odds in result.null_odds.items()},
-        os.path.join(output_dir, "null_odds.json"),
-    )
+    write_json(_finite_null_odds(result), os.path.join(output_dir, "null_odds.json"))
     write_json(result.nbest, os.path.join(output_dir, "nbest_predictions.json"))
+
+
+def write_test_predictions(
+    result: SquadPredictions, output_dir: str | os.PathLike, version_2: bool
+) -> None:
+    """The submission files of unlabeled questions: `test_predictions.json` (question id →
+    answer text, "" for no answer) and, for v2.0, `test_null_odds.json`."""
+    write_json(result.predictions, os.path.join(output_dir, "test_predictions.json"))
+    if version_2:
+        write_json(_finite_null_odds(result), os.path.join(output_dir, "test_null_odds.json"))
 
 
 def evaluation_metrics(

@@ -8,7 +8,10 @@ original `run_squad_v2.py`). In v2 a question is answered "" when its null odds 
 answerability logit above 0 for answer class; the export's default too); `metrics.json` also
 reports the threshold that would have been best (`best_f1_thresh`). The final evaluation writes
 `predictions.json`, `null_odds.json`, `nbest_predictions.json` and `metrics.json`
-(`keras_albert.finetuning.squad.postprocess`).
+(`keras_albert.finetuning.squad.postprocess`) and, with `test_data` (a SQuAD file whose
+questions have no answers, read with `labeled=False`), `test_predictions.json` (question id →
+answer: the official submission) and for v2 `test_null_odds.json`, decoded as the evaluation
+decodes, at the same threshold.
 
 `SQUAD_RECIPE` is the original README's (`defaults.RECIPE`, with the window flags beside it);
 the epochs count questions, as the original's `num_train_steps`.
@@ -18,18 +21,23 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+
 from keras_albert.finetuning.recipes import EpochRecipe
 from keras_albert.finetuning.squad import defaults
 from keras_albert.finetuning.squad.features import (
+    SquadFeature,
     feature_arrays,
     read_squad_examples,
     squad_features,
 )
 from keras_albert.finetuning.squad.postprocess import (
+    SquadPredictions,
     decode_answer_class,
     decode_null_span,
     evaluation_metrics,
     write_evaluation,
+    write_test_predictions,
 )
 from keras_albert.finetuning.task import FinetuningTask
 from keras_albert.models import AlbertQuestionAnswerer
@@ -43,6 +51,10 @@ _INPUTS = ("token_ids", "segment_ids", "padding_mask")
 def _read_json(path: str) -> dict:
     with open(path, encoding="utf-8") as file:
         return json.load(file)
+
+
+def _model_inputs(features: list[SquadFeature]) -> dict[str, np.ndarray]:
+    return {name: value for name, value in feature_arrays(features).items() if name in _INPUTS}
 
 
 class SquadTask(FinetuningTask):
@@ -67,11 +79,11 @@ class SquadTask(FinetuningTask):
         )
         self.train_features = list(squad_features(self.train_examples, **windows))
         self.eval_features = list(squad_features(self.eval_examples, **windows))
-        self._eval_inputs = {
-            name: value
-            for name, value in feature_arrays(self.eval_features).items()
-            if name in _INPUTS
-        }
+        self._eval_inputs = _model_inputs(self.eval_features)
+        self.test_examples = self.test_features = None
+        if options.test_data:
+            self.test_examples = list(read_squad_examples(options.test_data, labeled=False))
+            self.test_features = list(squad_features(self.test_examples, **windows))
         self._training_targets = None
 
     @property
@@ -81,6 +93,10 @@ class SquadTask(FinetuningTask):
     @property
     def num_eval(self) -> int:
         return len(self.eval_examples)
+
+    @property
+    def num_test(self) -> int | None:
+        return None if self.test_examples is None else len(self.test_examples)
 
     def num_train_features(self) -> int:
         return len(self.train_features)
@@ -108,27 +124,33 @@ class SquadTask(FinetuningTask):
         return example_batches((x, y), len(self.train_features), batch_size, True, seed)
 
     def evaluate(self, model, batch_size, output_dir=None):
-        outputs = model.predict(self._eval_inputs, batch_size=batch_size, verbose=0)
+        result = self._decode(model, self.eval_features, self._eval_inputs, batch_size)
+        if output_dir is None:
+            return evaluation_metrics(self.eval_json, result, self.threshold)
+        if self.test_features is not None:
+            inputs = _model_inputs(self.test_features)
+            test = self._decode(model, self.test_features, inputs, batch_size)
+            write_test_predictions(test, output_dir, self.version_2)
+        return write_evaluation(self.eval_json, result, output_dir, self.threshold)
+
+    def _decode(self, model, features, inputs, batch_size) -> SquadPredictions:
+        """The answers of the questions of `features` (their windows), by the model's head."""
+        outputs = model.predict(inputs, batch_size=batch_size, verbose=0)
         decode = dict(
             n_best_size=defaults.N_BEST_SIZE, max_answer_length=self.options.max_answer_length
         )
         if self.answerability == "null_span":
-            result = decode_null_span(
-                self.eval_features, outputs["start_logits"], outputs["end_logits"],
+            return decode_null_span(
+                features, outputs["start_logits"], outputs["end_logits"],
                 version_2=self.version_2, null_score_threshold=self.threshold, **decode,
             )  # fmt: skip
-        else:
-            result = decode_answer_class(
-                self.eval_features, outputs, null_score_threshold=self.threshold, **decode
-            )
-        if output_dir is None:
-            return evaluation_metrics(self.eval_json, result, self.threshold)
-        return write_evaluation(self.eval_json, result, output_dir, self.threshold)
+        return decode_answer_class(features, outputs, null_score_threshold=self.threshold, **decode)
 
     def summary(self):
         return {
             **super().summary(),
             "num_train_windows": len(self.train_features),
             "num_eval_windows": len(self.eval_features),
+            "num_test_windows": None if self.test_features is None else len(self.test_features),
             "answerability": self.answerability,
         }

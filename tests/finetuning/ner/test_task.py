@@ -1,18 +1,15 @@
-"""NER end to end on a tiny model: real WNUT sentences → model.fit → entity F1, predictions."""
+"""NER end to end on a tiny model through `NerTask`: real WNUT sentences → model.fit → entity
+F1, predictions."""
 
 import os
 
 import keras
+import numpy as np
 
-from keras_albert.finetuning.ner.features import (
-    ConllSentences,
-    label_list,
-    make_ner_dataset,
-    read_conll,
-)
-from keras_albert.finetuning.ner.task import build_ner_model, compile_ner_model, evaluate_ner
+from keras_albert.finetuning.ner.features import read_conll
+from keras_albert.finetuning.ner.task import NER_RECIPE, FirstPieceAccuracy
 from keras_albert.text.tokenizer import AlbertTokenizer
-from tests.helpers import tiny_backbone
+from tests.helpers import ner_task, tiny_backbone
 from tests.text._paths import ALBERT_SPM, DATA_DIR
 
 DEV = os.path.join(DATA_DIR, "ner", "wnut17_dev.conll")
@@ -35,36 +32,37 @@ def test_a_tiny_model_overfits_real_wnut_sentences(tmp_path):
         for row, tags in enumerate(dev.tags)
         if any(tag != "O" for tag in tags) and len(dev.words[row]) <= 20
     ][:8]
-    sentences = ConllSentences(
-        dev.path,
-        [dev.words[row] for row in rows],
-        [dev.tags[row] for row in rows],
-        [dev.line_numbers[row] for row in rows],
+    data = tmp_path / "train.conll"
+    data.write_text(
+        "\n\n".join(
+            "\n".join(
+                f"{word}\t{tag}" for word, tag in zip(dev.words[row], dev.tags[row], strict=True)
+            )
+            for row in rows
+        )
+        + "\n",
+        encoding="utf-8",
     )
-    labels = label_list(dev.tags)
-    backbone = tiny_backbone(**SIZES, vocabulary_size=tokenizer.vocabulary_size)
-    model = build_ner_model(backbone, labels, dropout=0.0)
-    compile_ner_model(model, keras.optimizers.Adam(3e-3))
-    train = make_ner_dataset(
-        sentences, tokenizer, labels, sequence_length=64, batch_size=8, training=True
-    )
+    task = ner_task(str(data), tokenizer, sequence_length=64, dropout=0.0)
+    sentences = task.train
+    assert sentences.words == [dev.words[row] for row in rows]
+    assert sentences.tags == [dev.tags[row] for row in rows]
+    model = task.build_model(tiny_backbone(**SIZES, vocabulary_size=tokenizer.vocabulary_size))
+    assert model.labels == task.labels
+    task.compile(model, keras.optimizers.Adam(3e-3))
+    train = task.train_dataset(8, seed=None)
     history = model.fit(train, steps_per_epoch=40, epochs=3, verbose=0)
     assert history.history["word_accuracy"][-1] > 0.95  # the last epoch
 
-    path = tmp_path / "predictions.conll"
-    metrics = evaluate_ner(
-        model, sentences, tokenizer, labels, sequence_length=64, predictions_path=path
-    )
+    metrics = task.evaluate(model, batch_size=32, output_dir=str(tmp_path))
     assert metrics["f1"] == 1.0 and metrics["num_cut_words"] == 0
-    written = read_conll(path)
+    written = read_conll(tmp_path / "eval_predictions.conll")  # the last column: predicted
     assert written.words == sentences.words and written.tags == sentences.tags
+    assert task.recipe() is NER_RECIPE
 
 
 def test_loss_and_accuracy_count_only_first_pieces():
-    import numpy as np
-
-    from keras_albert.finetuning.ner.task import FirstPieceAccuracy, ner_loss
-
+    objective = ner_task(DEV).objective(None)
     rng = np.random.default_rng(0)
     logits = rng.normal(size=(3, 7, 5)).astype("float32")
     labels = rng.integers(0, 5, size=(3, 7)).astype("int32")
@@ -72,10 +70,11 @@ def test_loss_and_accuracy_count_only_first_pieces():
     keep = labels != -100
     log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
     expected = -np.take_along_axis(log_probs, np.maximum(labels, 0)[..., None], -1)[..., 0]
-    loss = float(ner_loss()(labels, logits))
+    loss = float(objective.loss(labels, logits))
     np.testing.assert_allclose(loss, expected[keep].mean(), rtol=1e-5)
 
-    metric = FirstPieceAccuracy()
+    [[metric]] = objective.metrics.values()
+    assert isinstance(metric, FirstPieceAccuracy)
     metric.update_state(labels, logits)
     np.testing.assert_allclose(
         float(metric.result()), (logits.argmax(-1) == labels)[keep].mean(), rtol=1e-6

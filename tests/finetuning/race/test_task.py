@@ -1,4 +1,5 @@
-"""RACE end to end on a tiny model: real questions → model.fit → accuracy and predictions."""
+"""RACE end to end on a tiny model through `RaceTask`: real questions → model.fit → accuracy and
+predictions."""
 
 import json
 import os
@@ -6,13 +7,8 @@ import os
 import keras
 import numpy as np
 
-from keras_albert.finetuning.race.features import RaceExamples, make_race_dataset, read_race
-from keras_albert.finetuning.race.task import (
-    RACE_RECIPE,
-    build_race_model,
-    compile_race_model,
-    evaluate_race,
-)
+from keras_albert.finetuning.options import FinetuningOptions
+from keras_albert.finetuning.race.task import RACE_RECIPE, RaceTask
 from keras_albert.text.tokenizer import AlbertTokenizer
 from tests.helpers import tiny_backbone
 from tests.text._paths import ALBERT_SPM, DATA_DIR
@@ -20,17 +16,24 @@ from tests.text._paths import ALBERT_SPM, DATA_DIR
 SAMPLE = os.path.join(DATA_DIR, "race", "expmrc-race-dev-sample.json")
 
 
-def subset(examples: RaceExamples, rows) -> RaceExamples:
-    pick = lambda values: [values[row] for row in rows]  # noqa: E731
-    return RaceExamples(
-        pick(examples.ids),
-        pick(examples.articles),
-        pick(examples.questions),
-        pick(examples.options),
-        examples.labels[rows],
-        pick(examples.levels),
-        pick(examples.sources),
-    )
+def write_questions(path, rows) -> str:
+    """The sample's questions `rows` (passage, question index), one passage each, in order."""
+    with open(SAMPLE, encoding="utf-8") as file:
+        passages = json.load(file)["data"]
+    picked = []
+    for passage, index in rows:
+        source = passages[passage]
+        picked.append(
+            {
+                "id": f"{source['id']}-{index}",
+                "article": source["article"],
+                "questions": [source["questions"][index]],
+                "options": [source["options"][index]],
+                "answers": [source["answers"][index]],
+            }
+        )
+    path.write_text(json.dumps({"data": picked}), encoding="utf-8")
+    return str(path)
 
 
 # Big enough to memorize a handful of real examples in a few dozen steps.
@@ -44,33 +47,42 @@ def test_a_tiny_model_overfits_real_race_questions(tmp_path):
     # Not 0: a global seed of 0 breaks the pretraining streams' tensor op seeds later on.
     keras.utils.set_random_seed(1)
     tokenizer = AlbertTokenizer(ALBERT_SPM)
-    examples = read_race(SAMPLE)
+    with open(SAMPLE, encoding="utf-8") as file:
+        passages = json.load(file)["data"]
+    questions = [
+        (passage, index, len(options), answer)
+        for passage, item in enumerate(passages)
+        for index, (options, answer) in enumerate(
+            zip(item["options"], item["answers"], strict=True)
+        )
+    ]
     # Four questions with different gold letters, one of them with only 3 options.
-    three = next(row for row, options in enumerate(examples.options) if len(options) == 3)
+    three = next(question for question in questions if question[2] == 3)
     rows = [three]
-    for row, label in enumerate(examples.labels):
-        if label not in examples.labels[rows] and len(examples.options[row]) == 4:
-            rows.append(row)
+    for question in questions:
+        if question[3] not in {row[3] for row in rows} and question[2] == 4:
+            rows.append(question)
         if len(rows) == 4:
             break
-    examples = subset(examples, np.array(rows))
-    model = build_race_model(
-        tiny_backbone(**SIZES, vocabulary_size=tokenizer.vocabulary_size),
-        dropout=0.0,
+    data = write_questions(
+        tmp_path / "race.json", [(passage, index) for passage, index, *_ in rows]
     )
-    compile_race_model(model, keras.optimizers.Adam(3e-3))
-    train = make_race_dataset(
-        examples, tokenizer, sequence_length=64, batch_size=4, max_qa_length=24, training=True
-    )
-    history = model.fit(train, steps_per_epoch=40, epochs=1, verbose=0)
+    options = FinetuningOptions(
+        "race", data, data, str(tmp_path), preset="albert_base_v2", sequence_length=64,
+        max_qa_length=24, dropout=0.0,
+    )  # fmt: skip
+    task = RaceTask(options, tokenizer)
+    assert np.unique(task.train.labels).size == 4 and len(task.train.options[0]) == 3
+    model = task.build_model(tiny_backbone(**SIZES, vocabulary_size=tokenizer.vocabulary_size))
+    task.compile(model, keras.optimizers.Adam(3e-3))
+    history = model.fit(task.train_dataset(4, seed=None), steps_per_epoch=40, epochs=1, verbose=0)
     assert history.history["accuracy"][-1] > 0.5
 
-    path = tmp_path / "predictions.jsonl"
-    metrics = evaluate_race(
-        model, examples, tokenizer, sequence_length=64, max_qa_length=24, predictions_path=path
-    )
+    metrics = task.evaluate(model, batch_size=8, output_dir=str(tmp_path))
     assert metrics == {"accuracy": 1.0}
+    path = tmp_path / "eval_predictions.jsonl"
     records = [json.loads(line) for line in path.read_text().splitlines()]
     assert [r["prediction"] for r in records] == [r["label"] for r in records]
     assert len(records[0]["probabilities"]) == 3  # the absent fourth choice is not reported
     assert (RACE_RECIPE.train_steps, RACE_RECIPE.warmup_steps) == (12000, 1000)
+    assert task.recipe() is RACE_RECIPE

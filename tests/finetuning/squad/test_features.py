@@ -265,3 +265,32 @@ def test_an_answer_not_at_its_start_is_an_error_naming_the_question():
     bad = one_question("abc def", "def", 1, qid="q7")
     with pytest.raises(SquadFormatError, match="q7"):
         list(read_squad_examples(bad))
+
+
+def test_test_files_are_read_unlabeled_and_malformed_files_name_the_place():
+    dataset = one_question("abc def", "def", 4, qid="q7")
+    [labeled] = read_squad_examples(dataset)
+    assert labeled.answers == (("def", 4),)
+    # A test file: the question without `answers`; read labeled, it is an error that says so.
+    del dataset["data"][0]["paragraphs"][0]["qas"][0]["answers"]
+    with pytest.raises(SquadFormatError, match=r"'q7' .*no answer.*read as `test_data`"):
+        list(read_squad_examples(dataset))
+    [unlabeled] = read_squad_examples(dataset, labeled=False)
+    assert unlabeled == dataclasses.replace(labeled, answers=(), is_impossible=False)
+    # Unlabeled reading ignores gold that is there (a dev file predicted as a test file).
+    assert (
+        list(read_squad_examples(one_question("abc def", "x", 0), labeled=False))[0].answers == ()
+    )
+
+    for damage, message in [
+        (lambda d: d.update(data={}), r"'<dict>' is not SQuAD JSON: it has no 'data' list"),
+        (lambda d: d["data"][0].pop("paragraphs"), r"article 0: `paragraphs` must be a list"),
+        (lambda d: d["data"][0]["paragraphs"][0].update(context=3), r"paragraph 0: `context`"),
+        (lambda d: d["data"][0]["paragraphs"][0]["qas"][0].pop("id"), r"`id` must be a str"),
+        (lambda d: d["data"][0]["paragraphs"][0]["qas"].append([]), r"expected a JSON object"),
+    ]:
+        broken = one_question("abc def", "def", 4, qid="q7")
+        damage(broken)
+        for labeled_ in (True, False):
+            with pytest.raises(SquadFormatError, match=message):
+                list(read_squad_examples(broken, labeled=labeled_))
