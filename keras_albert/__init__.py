@@ -8,8 +8,10 @@ from keras_albert.convert import load_checkpoint, save_checkpoint
 from keras_albert.models import (
     AlbertBackbone,
     AlbertClassifier,
+    AlbertMultipleChoice,
     AlbertPretrainer,
     AlbertQuestionAnswerer,
+    AlbertTokenClassifier,
 )
 from keras_albert.text.packing import AlbertPacker
 from keras_albert.text.tokenizer import AlbertTokenizer
@@ -23,16 +25,36 @@ from keras_albert.training import schedule as _schedule  # noqa: F401  isort: sk
 
 __version__ = "0.1.0"
 
+# Fine-tuning's names, imported when first used: pretraining, export and conversion never load
+# the driver and the four tasks (`keras_albert.finetuning`).
+_FINETUNING = ("TASKS", "FinetuningOptions", "FinetuningTask", "finetune", "task_class")
+
+
+def __getattr__(name: str):
+    if name in _FINETUNING:
+        from keras_albert import finetuning
+
+        return getattr(finetuning, name)
+    raise AttributeError(f"module 'keras_albert' has no attribute {name!r}")
+
+
 __all__ = [
     "PRESETS",
+    "TASKS",
     "AlbertBackbone",
     "AlbertClassifier",
     "AlbertConfig",
+    "AlbertMultipleChoice",
     "AlbertPacker",
     "AlbertPretrainer",
     "AlbertQuestionAnswerer",
+    "AlbertTokenClassifier",
     "AlbertTokenizer",
+    "FinetuningOptions",
+    "FinetuningTask",
+    "finetune",
     "get_preset",
     "load_checkpoint",
     "save_checkpoint",
+    "task_class",
 ]

@@ -1,17 +1,31 @@
 """The top-level API: what users reach for first is one `import keras_albert` away."""
 
+import ast
+import pathlib
+import subprocess
+import sys
+
 import numpy as np
 
 import keras_albert
 from tests.helpers import random_inputs, tiny_config
 
+REPO = pathlib.Path(__file__).resolve().parents[1]
 PUBLIC = (
     "AlbertBackbone",
     "AlbertClassifier",
     "AlbertConfig",
+    "AlbertMultipleChoice",
     "AlbertPacker",
     "AlbertPretrainer",
+    "AlbertQuestionAnswerer",
+    "AlbertTokenClassifier",
     "AlbertTokenizer",
+    "FinetuningOptions",
+    "FinetuningTask",
+    "TASKS",
+    "finetune",
+    "task_class",
     "PRESETS",
     "get_preset",
     "load_checkpoint",
@@ -28,6 +42,13 @@ def test_import_keras_albert_exposes_the_public_api():
 
     assert keras_albert.AlbertTokenizer is AlbertTokenizer
     assert keras_albert.AlbertPacker is AlbertPacker
+    # Every model class, and every task of the registry by its one name.
+    from keras_albert import models
+
+    assert set(models.__all__) <= set(keras_albert.__all__)
+    assert set(keras_albert.TASKS) == {"squad_v1", "squad_v2", "race", "ner"}
+    for name in (*keras_albert.TASKS, "SST-2", "generic"):
+        assert issubclass(keras_albert.task_class(name), keras_albert.FinetuningTask)
 
 
 def test_load_checkpoint_round_trips_save_checkpoint(tmp_path):
@@ -45,3 +66,24 @@ def test_load_checkpoint_round_trips_save_checkpoint(tmp_path):
         np.testing.assert_allclose(
             np.asarray(restored(inputs)), np.asarray(model(inputs)), rtol=0, atol=1e-6
         )
+
+
+def test_pretraining_and_export_load_no_fine_tuning_task():
+    # The top-level names of fine-tuning are imported when first used, so that the pretraining
+    # tool (and any export) does not read the four tasks' modules.
+    code = (
+        "import sys, keras_albert, keras_albert.training.pretraining, keras_albert.export\n"
+        "print(sorted(m for m in sys.modules if m.startswith('keras_albert.finetuning')))\n"
+        "from keras_albert import finetune, TASKS\n"
+        "print('keras_albert.finetuning.squad.task' in sys.modules, sorted(TASKS))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
+    )
+    lines = result.stdout.strip().splitlines()
+    # The serving modules read the tasks' defaults and in-graph features, nothing above them.
+    loaded = ast.literal_eval(lines[0])
+    above = (".task", ".driver", ".registry", ".options", ".recipes", ".parallel_runs")
+    assert [m for m in loaded if m.endswith(above)] == []
+    assert "keras_albert.finetuning.squad.defaults" in loaded
+    assert lines[1] == "True ['ner', 'race', 'squad_v1', 'squad_v2']"

@@ -23,7 +23,7 @@ def load_pretrainer(path: str):
     """An `AlbertPretrainer` from a pretraining output directory or a `.keras` file."""
     import keras
 
-    import keras_albert  # noqa: F401  (registers the serializable classes)
+    import keras_albert.models  # noqa: F401  (registers the serializable classes)
 
     if os.path.isdir(path):
         path = os.path.join(path, "pretrainer.keras")
