@@ -23,6 +23,7 @@ from main_job.steps import PROBE_SENTENCES
 from tests.tool_flags import check_tool_flags
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+DEV_FILE = pathlib.Path(MainJobOptions().finetune_eval_data)
 
 
 def run_main(*arguments):
@@ -153,7 +154,15 @@ def test_quick_summary_has_both_fine_tunings_and_the_pretraining_held_out_metric
     held_out_text = set(pathlib.Path(corpus["held_out_file"]).read_text().splitlines()) - {""}
     assert train_text.isdisjoint(held_out_text)
     assert not [line for line in train_text if re.search(r"\t[01]$", line)]
-    # ... and printed for a reader, rounded.
+    # ... and printed for a reader, rounded, under a line that says it is a smoke run, beside
+    # what always answering the majority label scores on the same dev file.
+    assert summary["smoke_run"] is True and MainJobOptions().smoke is False
+    printed = quick_run.stdout.split("== keras_albert main job: summary")[1].strip()
+    assert printed.startswith("SMOKE RUN (--quick):") and "carry no signal" in printed
+    dev_labels = [line.rsplit("\t", 1)[1] for line in DEV_FILE.read_text().splitlines()[1:]]
+    majority = max(dev_labels.count("0"), dev_labels.count("1")) / len(dev_labels)
+    assert summary["sst2_dev_majority_accuracy"] == pytest.approx(majority, abs=1e-12)
+    assert f"(always the majority label: {majority:.3f})" in printed
     assert f"gain from pretraining: {100 * gain['mean']:+.1f} points" in quick_run.stdout
     assert f"SOP accuracy {held_out['sop_accuracy']:.3f}" in quick_run.stdout
     # The curves are a readable PNG with something drawn on it.

@@ -2,7 +2,9 @@
 benchmarks call public functions only (the import direction itself is in setup.cfg)."""
 
 import ast
+import configparser
 import pathlib
+import re
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 # Top-level folders of the checkout that an installed copy does not have.
@@ -141,3 +143,64 @@ def test_no_test_skips_on_a_missing_dependency():
         if (hits := importorskip_calls(path.read_text(encoding="utf-8")))
     }
     assert found == {}
+
+
+def _requirement_names(lines: str) -> set[str]:
+    names = set()
+    for line in lines.strip().splitlines():
+        line = line.split("#")[0].strip()
+        if line:
+            names.add(re.split(r"[<>=!~\[; ]", line, maxsplit=1)[0].lower())
+    return names
+
+
+def _imported_top_level_modules(source: str) -> set[str]:
+    """The top-level modules `source` imports, but for optional imports (inside a `try` that
+    catches ImportError: e.g. torch, only to read a `pytorch_model.bin`, with a clear error)."""
+    tree = ast.parse(source)
+    optional = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Try)
+        and any(
+            getattr(handler.type, "id", None) in ("ImportError", "ModuleNotFoundError")
+            for handler in node.handlers
+        )
+        for statement in node.body
+        for inner in ast.walk(statement)
+    }
+    modules = set()
+    for node in ast.walk(tree):
+        if id(node) in optional:
+            continue
+        if isinstance(node, ast.Import):
+            modules.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            modules.add(node.module.split(".")[0])
+    return modules
+
+
+def test_the_library_and_the_tools_need_no_test_extra():
+    # `bash tools/run.sh main` installs the library's requirements only: nothing the library,
+    # the main job or a tool imports may come from the `test` extra alone.
+    config = configparser.ConfigParser()
+    config.read(REPO_ROOT / "setup.cfg")
+    required = _requirement_names(config["options"]["install_requires"])
+    test_only = _requirement_names(config["options.extras_require"]["test"]) - required
+    import_names = {
+        "keras-hub": "keras_hub",
+        "pytest-xdist": "xdist",
+        "import-linter": "importlinter",
+    }
+    test_modules = {import_names.get(name, name.replace("-", "_")) for name in test_only}
+    assert {"torch", "transformers", "keras_hub", "pytest"} <= test_modules
+    found = {
+        str(path.relative_to(REPO_ROOT)): sorted(used)
+        for root in ("keras_albert", "tools")
+        for path in sorted((REPO_ROOT / root).rglob("*.py"))
+        if (used := _imported_top_level_modules(path.read_text(encoding="utf-8")) & test_modules)
+    }
+    assert found == {}
+    run_sh = (REPO_ROOT / "tools" / "run.sh").read_text(encoding="utf-8")
+    main_case = run_sh.split("  main)")[1].split(";;")[0]
+    assert "install . library" in main_case and "[test]" not in main_case

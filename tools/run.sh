@@ -12,21 +12,27 @@ if [ ! -x .venv/bin/python ]; then
   echo "== creating .venv with $($PYTHON --version)"
   "$PYTHON" -m venv .venv
 fi
-# Reinstall only when the declared dependencies changed.
-stamp=.venv/.keras_albert-installed
-if [ ! -f "$stamp" ] || ! cmp -s setup.cfg "$stamp"; then
-  echo "== installing keras_albert and its test extras into .venv"
-  .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -e ".[test]"
-  cp setup.cfg "$stamp"
-fi
+# install TARGET NAME: pip-installs TARGET (".": the library; ".[test]": with the test extras)
+# once, and again only when the declared dependencies changed.
+install() {
+  local stamp=".venv/.keras_albert-installed-$2"
+  if [ ! -f "$stamp" ] || ! cmp -s setup.cfg "$stamp"; then
+    echo "== installing $1 into .venv"
+    .venv/bin/python -m pip install -q --upgrade pip
+    .venv/bin/python -m pip install -q -e "$1"
+    cp setup.cfg "$stamp"
+  fi
+}
 export KERAS_BACKEND=tensorflow TF_CPP_MIN_LOG_LEVEL=2
 
 case "$what" in
   main)
+    # The main job imports the library only: no test extras (torch, transformers, keras-hub).
+    install . library
     exec .venv/bin/python tools/main.py "$@"
     ;;
   test)
+    install ".[test]" test
     echo "== ruff"
     .venv/bin/ruff check keras_albert tools tests benchmarks
     echo "== import contracts"

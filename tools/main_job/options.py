@@ -119,6 +119,8 @@ class MainJobOptions:
             another in this process (use 1 with a GPU).
         force: redo every step, pretraining included (from step 0; the export then becomes a
             new version: versions are never overwritten).
+        smoke: a smoke run (`quick()`): every step on a tiny budget, to check that it works; the
+            summary says that its accuracies, gain and predictions carry no signal.
         seed: the seed of every step.
     """
 
@@ -172,6 +174,7 @@ class MainJobOptions:
     finetune_processes: int = 2
     jit_compile: bool = True
     force: bool = False
+    smoke: bool = False
     seed: int = 0
 
     @classmethod
@@ -198,6 +201,7 @@ class MainJobOptions:
             finetune_batch_size=16,
             finetune_evaluations=2,
             finetune_seeds=(0, 1),
+            smoke=True,
         )
         return cls(**{**quick, **changes})
 

@@ -13,6 +13,7 @@ from step 0, in its cleared run directory); an export never overwrites an existi
 forced rerun writes the next version.
 """
 
+import collections
 import dataclasses
 import glob
 import json
@@ -398,10 +399,12 @@ def _summary(options: MainJobOptions, results: dict, seconds: float) -> dict:
     }
     serving = results["serving"]
     summary = {
+        "smoke_run": options.smoke,
         "pretraining_held_out": results["pretraining"]["summary"].get("eval"),
         "finetune_seeds": list(options.finetune_seeds),
         "sst2_dev": sides,
         "sst2_dev_accuracy_gain": _gain(sides["pretrained"], sides["from_scratch"], "accuracy"),
+        "sst2_dev_majority_accuracy": majority_accuracy(options.finetune_eval_data),
         "export_path": results["export"]["path"],
         "serving_latency_ms_batch_1": serving["latency_ms_batch_1"],
         "served_predictions": serving["predictions"],
@@ -415,6 +418,15 @@ def _summary(options: MainJobOptions, results: dict, seconds: float) -> dict:
     print("\n== keras_albert main job: summary")
     print(summary_text(summary))
     return summary
+
+
+def majority_accuracy(path: str) -> float:
+    """The accuracy of always answering the most frequent label of the GLUE-style file `path`:
+    the floor a fine-tuned model must clear to have learned anything."""
+    from keras_albert.finetuning.glue.reader import read_examples
+
+    labels = read_examples(path, "SST-2", progress=False).labels.tolist()
+    return max(collections.Counter(labels).values()) / len(labels)
 
 
 def _gain(pretrained: list[dict], from_scratch: list[dict], metric: str) -> dict | None:
@@ -451,12 +463,20 @@ def summary_text(summary: dict) -> str:
     )
     gain = summary["sst2_dev_accuracy_gain"]
     seeds = len(summary["finetune_seeds"])
-    lines = [
+    lines = []
+    if summary["smoke_run"]:
+        lines.append(
+            "SMOKE RUN (--quick): every step ran on a tiny budget to check that it works; the "
+            "accuracies, the gain and the predictions below carry no signal (run without "
+            "--quick for the measured job)"
+        )
+    lines += [
         f"pretraining, held out: MLM accuracy {_round(held_out.get('mlm_accuracy'))}, "
         f"SOP accuracy {_round(held_out.get('sop_accuracy'))}",
         f"SST-2 dev accuracy after fine-tuning, mean [min, max] of {seeds} seed(s): pretrained "
         f"{_mean_and_range(pretrained, 'accuracy')}, from scratch "
-        f"{_mean_and_range(from_scratch, 'accuracy')}",
+        f"{_mean_and_range(from_scratch, 'accuracy')} (always the majority label: "
+        f"{summary['sst2_dev_majority_accuracy']:.3f})",
         "gain from pretraining: "
         + (
             "n/a"
