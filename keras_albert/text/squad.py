@@ -181,6 +181,11 @@ def tokenize_with_offsets(tokenizer, text: str) -> ContextTokens:
     them. A token that covers no character (a lone "▁") gets the empty span where the next
     token starts.
     """
+    if tokenizer.wordpiece:
+        raise ValueError(
+            "`tokenizer` must be a SentencePiece tokenizer: character offsets of WordPiece "
+            "tokens are not implemented. Received: a tokenizer with wordpiece=True"
+        )
     normalized, origins = _normalize_with_origins(tokenizer, text)
     encoded = normalized.encode("utf-8")
     # The character index of every byte offset (and of the end).

@@ -184,8 +184,13 @@ def tokenize_with_offsets_graph(tokenizer, sentencepiece, context: tf.Tensor) ->
 
 
 def offsets_supported(tokenizer) -> bool:
-    """Whether `tokenize_with_offsets_graph` can follow this tokenizer exactly."""
-    return tokenizer._resplit_table is not None and not tokenizer.normalize_quotes
+    """Whether `tokenize_with_offsets_graph` can follow this tokenizer exactly (SentencePiece
+    only: WordPiece offsets are not implemented)."""
+    return (
+        not tokenizer.wordpiece
+        and tokenizer._resplit_table is not None
+        and not tokenizer.normalize_quotes
+    )
 
 
 __all__ = [

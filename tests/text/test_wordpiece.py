@@ -9,6 +9,8 @@ import pytest
 import tensorflow as tf
 from transformers import BertTokenizer
 
+from keras_albert.text.squad import tokenize_with_offsets
+from keras_albert.text.squad_graph import offsets_supported
 from keras_albert.text.tokenizer import AlbertTokenizer
 from keras_albert.text.wordpiece import MAX_CHARACTERS_PER_WORD, Wordpiece, parse_vocabulary
 from tests.text.text_data import ALBERT_MODEL, DATA
@@ -300,3 +302,10 @@ def test_cased_vocabulary_options_match_hugging_face():
 def test_wordpiece_requires_the_special_tokens():
     with pytest.raises(ValueError, match="lacks the special tokens"):
         Wordpiece(["[PAD]", "[UNK]", "[CLS]", "a"])
+
+
+def test_squad_character_offsets_refuse_wordpiece(tokenizer):
+    with pytest.raises(ValueError, match="must be a SentencePiece tokenizer"):
+        tokenize_with_offsets(tokenizer, "北京欢迎你")
+    assert not offsets_supported(tokenizer)
+    assert offsets_supported(AlbertTokenizer(ALBERT_MODEL))
