@@ -232,7 +232,12 @@ class Wordpiece(tf.Module):
         self.tokens = list(tokens)
         self.token_to_id = {token: index for index, token in enumerate(self.tokens)}
         if len(self.token_to_id) != len(self.tokens):
-            raise ValueError("`tokens` must not repeat a token. Received: repeated tokens")
+            seen = set()
+            repeated = [token for token in self.tokens if token in seen or seen.add(token)]
+            raise ValueError(
+                f"`tokens` must not repeat a token (`parse_vocabulary` drops repeats). "
+                f"Received: tokens repeating {repeated[:5]!r}"
+            )
         missing = [token for token in SPECIAL_TOKENS.values() if token not in self.token_to_id]
         if missing:
             raise ValueError(

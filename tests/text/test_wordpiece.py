@@ -165,6 +165,17 @@ def test_hard_strings_parity_both_paths(tokenizer, bert_reference):
     assert graph_ids(tokenizer, invalid) == expected
 
 
+def test_normalize_both_paths_and_encoding_it_again(tokenizer):
+    # `normalize` is the words of the basic tokenization joined by spaces; encoding it again
+    # gives the same ids (the multiple-choice data fills blanks in normalized text).
+    texts = HARD_STRINGS + load_reviews()[:50]
+    python = [tokenizer.normalize(text) for text in texts]
+    graph = tokenizer.normalize_graph(tf.constant(texts)).numpy()
+    assert [text.decode() for text in graph] == python
+    assert [tokenizer.encode(text) for text in python] == [tokenizer.encode(t) for t in texts]
+    assert tokenizer.normalize("ＡＢＣ，北京Crème") == "ａｂｃ ， 北 京 creme"
+
+
 def test_word_length_limit_is_the_originals(tokenizer):
     limit = "x" * MAX_CHARACTERS_PER_WORD
     assert tokenizer.encode(limit + "x") == [tokenizer.unk_id]
@@ -299,9 +310,11 @@ def test_cased_vocabulary_options_match_hugging_face():
     assert expected != reference_ids(BertTokenizer(str(VOCABULARY)), texts)
 
 
-def test_wordpiece_requires_the_special_tokens():
+def test_wordpiece_requires_the_special_tokens_once():
     with pytest.raises(ValueError, match="lacks the special tokens"):
         Wordpiece(["[PAD]", "[UNK]", "[CLS]", "a"])
+    with pytest.raises(ValueError, match=r"repeating \['a'\]"):
+        Wordpiece(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "a"])
 
 
 def test_squad_character_offsets_refuse_wordpiece(tokenizer):
