@@ -35,8 +35,12 @@ Known differences between the two paths (measured by tests/text/test_wordpiece.p
   keras_albert.text.normalization); and 20 letters of Unicode 16 (Todhri, Tulu-Tigalari,
   Gurung Khema, Kirat Rai), unassigned in Python 3.11's database, which TF's newer ICU
   decomposes under NFD.
-By the same measure, `tf_text.BertTokenizer(lower_case=True)` would give other ids than the
-original for 6,915 characters.
+By the same measure (taken once while writing this module, not by a test),
+`tf_text.BertTokenizer(lower_case=True)` over the same table gives other ids than the original
+for 6,915 characters: 2,832 that NFKC changes (full-width forms, ligatures, ...), 73 that case
+folding maps otherwise than `str.lower` ("ß"), 88 control characters, NUL and U+FFFD that it
+keeps, 3 separators it does not split on (U+2028, U+2029 among them), 2 Hangul fillers, and
+3,917 characters unassigned in Python 3.11's database.
 """
 
 from __future__ import annotations
