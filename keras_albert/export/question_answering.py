@@ -105,8 +105,9 @@ class QuestionAnsweringServingModule(TaskServingModule):
             )
         if not offsets_supported(tokenizer):
             raise ValueError(
-                "`tokenizer` must have normalize_quotes=False and ',' as a piece of its own for "
-                "in-graph character offsets. Received: a tokenizer without them"
+                "`tokenizer` must be a SentencePiece tokenizer with normalize_quotes=False and ',' "
+                "as a piece of its own for in-graph character offsets. Received: a tokenizer "
+                f"without them (wordpiece={tokenizer.wordpiece})"
             )
         self.doc_stride = doc_stride
         self.max_query_length = max_query_length

@@ -8,8 +8,8 @@
   packed sequence, at most `max_sequence_length` (or always to `max_sequence_length` with
   `pad_to_max_length=True`).
 - `serve_token_ids`: `token_ids`, `segment_ids`, `padding_mask`, `int32` `[batch, seq]` → the
-  same outputs, for clients that tokenize themselves (with the SentencePiece model in
-  `assets/`).
+  same outputs, for clients that tokenize themselves (with the SentencePiece model, or the
+  WordPiece vocabulary, in `assets/`).
 - `serve_examples` (classifier and regressor only): serialized `tf.Example`s with bytes
   features `text` (and `text_pair`) in `inputs` → `classes` (`string [batch, num_classes]`)
   and `scores` (`float32 [batch, num_classes]`), method `tensorflow/serving/classify`, the
@@ -68,6 +68,7 @@ TASK_MODEL_TASKS = {
     AlbertTokenClassifier: "token_classification",
 }
 SENTENCEPIECE_ASSET = "sentencepiece.model"
+VOCABULARY_ASSET = "vocab.txt"  # a WordPiece tokenizer's vocabulary, as BERT names it
 _TOKEN_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 
 
@@ -389,10 +390,12 @@ class Untracked:
 
 
 def sentencepiece_asset(tokenizer) -> tuple[tempfile.TemporaryDirectory, tf.saved_model.Asset]:
-    """The tokenizer's SentencePiece model written to a temporary file, as the export's asset.
-    Keep the directory (returned first) alive as long as the module: it is removed with it."""
+    """The tokenizer's SentencePiece model (or WordPiece vocabulary) written to a temporary file,
+    as the export's asset. Keep the directory (returned first) alive as long as the module: it
+    is removed with it."""
     directory = tempfile.TemporaryDirectory(prefix="albert_spm_")
-    path = os.path.join(directory.name, SENTENCEPIECE_ASSET)
+    name = VOCABULARY_ASSET if tokenizer.wordpiece else SENTENCEPIECE_ASSET
+    path = os.path.join(directory.name, name)
     with open(path, "wb") as file:
         file.write(tokenizer.serialized_model)
     return directory, tf.saved_model.Asset(path)

@@ -23,7 +23,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 
-def _character_class(predicate) -> str:
+def character_class(predicate) -> str:
     """An RE2 character class of every code point for which `predicate(chr(cp))` holds."""
     ranges = []
     for code_point in range(sys.maxunicode + 1):
@@ -43,22 +43,22 @@ def _character_class(predicate) -> str:
 @functools.cache
 def whitespace_class() -> str:
     """Characters `str.split()` splits on, as an RE2 class (RE2's `\\s` is ASCII only)."""
-    return _character_class(str.isspace)
+    return character_class(str.isspace)
 
 
 @functools.cache
 def combining_class() -> str:
     """Characters with a non-zero canonical combining class, as in the original recipe."""
-    return _character_class(unicodedata.combining)
+    return character_class(unicodedata.combining)
 
 
 @functools.cache
 def digit_class() -> str:
     """Characters for which `str.isdigit()` holds (the test of the digit-comma re-split)."""
-    return _character_class(str.isdigit)
+    return character_class(str.isdigit)
 
 
-def _to_text(text: str | bytes) -> str:
+def to_text(text: str | bytes) -> str:
     """`text` as a `str` that encodes to valid UTF-8 (invalid parts become U+FFFD)."""
     if isinstance(text, bytes):
         return text.decode("utf-8", errors="replace")
@@ -82,7 +82,7 @@ def normalize_text(
     normalize_quotes: bool = False,
 ) -> str:
     """The original ALBERT text normalization (`AlbertTokenizer.normalize` without a model)."""
-    text = " ".join(_to_text(text).strip().split())
+    text = " ".join(to_text(text).strip().split())
     if normalize_quotes:
         text = text.replace("``", '"').replace("''", '"')
     if strip_accents:

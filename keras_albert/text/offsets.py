@@ -96,6 +96,11 @@ def tokenize_with_offsets(tokenizer, text: str) -> ContextTokens:
     them. A token that covers no character (a lone "▁") gets the empty span where the next
     token starts.
     """
+    if tokenizer.wordpiece:
+        raise ValueError(
+            "`tokenizer` must be a SentencePiece tokenizer: character offsets of WordPiece "
+            "tokens are not implemented. Received: a tokenizer with wordpiece=True"
+        )
     normalized, origins = _normalize_with_origins(tokenizer, text)
     encoded = normalized.encode("utf-8")
     # The character index of every byte offset (and of the end).
@@ -302,8 +307,13 @@ def tokenize_with_offsets_graph(tokenizer, sentencepiece, context: tf.Tensor) ->
 
 
 def offsets_supported(tokenizer) -> bool:
-    """Whether `tokenize_with_offsets_graph` can follow this tokenizer exactly."""
-    return tokenizer._resplit_table is not None and not tokenizer.normalize_quotes
+    """Whether `tokenize_with_offsets_graph` can follow this tokenizer exactly (SentencePiece
+    only: WordPiece offsets are not implemented)."""
+    return (
+        not tokenizer.wordpiece
+        and tokenizer._resplit_table is not None
+        and not tokenizer.normalize_quotes
+    )
 
 
 __all__ = [

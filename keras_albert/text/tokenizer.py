@@ -1,4 +1,4 @@
-"""ALBERT's SentencePiece tokenizer, in Python and inside the TensorFlow graph.
+"""ALBERT's tokenizer (SentencePiece, or WordPiece), in Python and inside the TensorFlow graph.
 
 The recipe is the one google-research/albert used to create its pretraining and fine-tuning
 data (`tokenization.preprocess_text` + `tokenization.encode_pieces`):
@@ -16,6 +16,10 @@ Hugging Face's sentencepiece-based implementation of the recipe.
 
 Invalid UTF-8 (bytes given to `encode`, lone surrogates in a `str`, bytes in a `tf.string`) is
 replaced by U+FFFD, one per maximal invalid subsequence, in both paths; it is never an error.
+
+Given a WordPiece vocabulary (the Chinese ALBERT releases' `vocab_chinese.txt`) instead of a
+SentencePiece model, the tokenizer runs the original's BERT recipe instead: see
+`keras_albert.text.wordpiece`.
 
 Known differences between the two paths (both measured by the tests):
 - `tf.strings.lower` lacks the ~40 lowercase mappings Unicode 14 added (Vithkuqi, a few
@@ -41,6 +45,7 @@ import tensorflow_text as tf_text
 
 from keras_albert.text.normalization import digit_class, normalize_text, normalize_text_graph
 from keras_albert.text.packing import AlbertPacker, concat_rows
+from keras_albert.text.wordpiece import SPECIAL_TOKENS, Wordpiece, is_vocabulary, parse_vocabulary
 
 SPIECE_UNDERLINE = "\u2581"
 
@@ -63,34 +68,44 @@ def _load_model(proto: str | os.PathLike | bytes) -> bytes:
         return proto
     if not isinstance(proto, (str, os.PathLike)):
         raise TypeError(
-            "`proto` must be a path to a SentencePiece model file or its serialized bytes. "
+            "`proto` must be a path to a SentencePiece model or WordPiece vocabulary file, or "
+            "its bytes. "
             f"Received: proto={proto!r} ({type(proto).__name__})"
         )
     path = os.fspath(proto)
     if not tf.io.gfile.exists(path):
-        raise FileNotFoundError(f"SentencePiece model file not found: {path!r}")
+        raise FileNotFoundError(f"SentencePiece model or vocabulary file not found: {path!r}")
     with tf.io.gfile.GFile(path, "rb") as file:
         return file.read()
 
 
 class AlbertTokenizer(tf.Module):
-    """ALBERT's SentencePiece tokenizer with the original text normalization.
+    """ALBERT's SentencePiece (or WordPiece) tokenizer with the original text normalization.
 
     The Python methods (`normalize`, `encode`, `encode_pieces`, `decode`, ...) serve offline data
     creation; calling the tokenizer on a `tf.string` tensor runs the same recipe in the graph
     (TensorFlow Text, no `tf.py_function`) and returns the same ids as a `tf.RaggedTensor` with
     one more dimension than the input. The tokenizer is a `tf.Module`, so a SavedModel that keeps
-    it as an attribute keeps the SentencePiece model with it.
+    it as an attribute keeps the SentencePiece model (or the vocabulary's lookup table) with it.
 
     Args:
-        proto: path to a SentencePiece model file (anything `tf.io.gfile` reads) or the
-            serialized model bytes. The model must contain `<pad>`, `<unk>`, `[CLS]`, `[SEP]`
-            and `[MASK]`.
-        lowercase: lowercase the text (the released English ALBERT models are uncased).
-        strip_accents: apply NFKD and drop combining characters, as the original recipe always
-            does. `False` keeps accents (Hugging Face's `keep_accents=True`): no NFKD either.
+        proto: path to a SentencePiece model file or a WordPiece vocabulary file (anything
+            `tf.io.gfile` reads), or the file's bytes. A SentencePiece model must contain
+            `<pad>`, `<unk>`, `[CLS]`, `[SEP]` and `[MASK]`; a vocabulary (UTF-8 text, one token
+            per line, as BERT's `vocab.txt`) `[PAD]`, `[UNK]`, `[CLS]`, `[SEP]` and `[MASK]`.
+        lowercase: lowercase the text (the released English ALBERT models are uncased; with a
+            vocabulary, the original's `do_lower_case`).
+        strip_accents: for SentencePiece, apply NFKD and drop combining characters, as the
+            original recipe always does; `False` keeps accents (Hugging Face's
+            `keep_accents=True`): no NFKD either. For WordPiece, NFD and drop nonspacing marks,
+            as the original does with `do_lower_case=True` (give `False` with
+            `lowercase=False` for a cased vocabulary).
         normalize_quotes: replace "``" and "''" by '"' after collapsing whitespace. The original
-            recipe does not; Hugging Face's `AlbertTokenizer` does. Off by default.
+            recipe does not; Hugging Face's `AlbertTokenizer` does. Off by default, and only
+            for SentencePiece.
+        wordpiece: whether `proto` is a WordPiece vocabulary. `None` tells them apart from the
+            bytes: UTF-8 text without NUL that lists the five special tokens is a vocabulary,
+            anything else a SentencePiece model.
 
     Example:
     >>> tokenizer = AlbertTokenizer("tests/data/30k-clean.model")
@@ -109,6 +124,7 @@ class AlbertTokenizer(tf.Module):
         lowercase: bool = True,
         strip_accents: bool = True,
         normalize_quotes: bool = False,
+        wordpiece: bool | None = None,
         name: str | None = None,
     ):
         super().__init__(name=name)
@@ -122,8 +138,18 @@ class AlbertTokenizer(tf.Module):
         self.lowercase = lowercase
         self.strip_accents = strip_accents
         self.normalize_quotes = normalize_quotes
+        if wordpiece is not None and not isinstance(wordpiece, bool):
+            raise TypeError(
+                f"`wordpiece` must be a bool or None. Received: wordpiece={wordpiece!r}"
+            )
 
         model = _load_model(proto)
+        self._model_bytes = model
+        self.wordpiece = is_vocabulary(model) if wordpiece is None else wordpiece
+        if self.wordpiece:
+            self._init_wordpiece(proto)
+            return
+        self._wordpiece = None
         processor = spm.SentencePieceProcessor()
         try:
             processor.LoadFromSerializedProto(model)
@@ -133,7 +159,6 @@ class AlbertTokenizer(tf.Module):
                 f"Could not load a SentencePiece model from {source!r}: {error}"
             ) from None
         self._processor = processor
-        self._model_bytes = model
 
         # piece_to_id answers the unk id for a missing piece, so "<unk>" itself is checked by
         # its type and every other special piece by not mapping to unk.
@@ -166,11 +191,39 @@ class AlbertTokenizer(tf.Module):
             name="sentencepiece",
         )
 
+    def _init_wordpiece(self, proto) -> None:
+        if self.normalize_quotes:
+            raise ValueError(
+                "`normalize_quotes` must be False with a WordPiece vocabulary (the original BERT "
+                "recipe has no such step). Received: normalize_quotes=True"
+            )
+        try:
+            tokens = parse_vocabulary(self._model_bytes)
+        except UnicodeDecodeError as error:
+            source = proto if not isinstance(proto, bytes) else f"<{len(proto)} bytes>"
+            raise ValueError(
+                f"Could not read a WordPiece vocabulary from {source!r}: {error}"
+            ) from None
+        self._wordpiece = Wordpiece(
+            tokens, lowercase=self.lowercase, strip_accents=self.strip_accents, name="wordpiece"
+        )
+        self._processor = None
+        self._resplit_table = None
+        self._sentencepiece = None
+        token_to_id = self._wordpiece.token_to_id
+        self.pad_id = token_to_id[SPECIAL_TOKENS["pad"]]
+        self.unk_id = token_to_id[SPECIAL_TOKENS["unk"]]
+        self.cls_id = token_to_id[SPECIAL_TOKENS["cls"]]
+        self.sep_id = token_to_id[SPECIAL_TOKENS["sep"]]
+        self.mask_id = token_to_id[SPECIAL_TOKENS["mask"]]
+
     # ----------------------------------------------------------------------------------------
     # Vocabulary.
 
     @property
     def vocabulary_size(self) -> int:
+        if self._wordpiece is not None:
+            return len(self._wordpiece.tokens)
         return self._processor.get_piece_size()
 
     @property
@@ -184,23 +237,30 @@ class AlbertTokenizer(tf.Module):
 
     def id_to_piece(self, token_id: int) -> str:
         self._check_id(token_id)
+        if self._wordpiece is not None:
+            return self._wordpiece.tokens[int(token_id)]
         return self._processor.id_to_piece(int(token_id))
 
     def piece_to_id(self, piece: str) -> int:
-        """The id of `piece`; the `<unk>` id for a piece not in the vocabulary."""
+        """The id of `piece`; the `<unk>` (`[UNK]`) id for a piece not in the vocabulary."""
         if not isinstance(piece, str):
             raise TypeError(
                 f"`piece` must be a str. Received: piece={piece!r} ({type(piece).__name__})"
             )
+        if self._wordpiece is not None:
+            return self._wordpiece.token_to_id.get(piece, self.unk_id)
         return self._processor.piece_to_id(piece)
 
     def is_word_start(self, token_id: int) -> bool:
         """Whether the piece begins a word for whole-word (n-gram) masking.
 
         As google-research/albert's `_is_start_piece`: the piece starts with "▁" or "<", or is
-        a single ASCII punctuation character (so "," after a word is a word of its own).
+        a single ASCII punctuation character (so "," after a word is a word of its own). With a
+        WordPiece vocabulary, as its `_is_start_piece_bert`: the piece does not start with "##".
         """
         piece = self.id_to_piece(token_id)
+        if self._wordpiece is not None:
+            return not piece.startswith("##")
         return (
             piece.startswith(SPIECE_UNDERLINE)
             or piece.startswith("<")
@@ -214,7 +274,8 @@ class AlbertTokenizer(tf.Module):
 
     @property
     def serialized_model(self) -> bytes:
-        """The SentencePiece model bytes this tokenizer was built from."""
+        """The SentencePiece model (or WordPiece vocabulary) bytes this tokenizer was built
+        from."""
         return self._model_bytes
 
     def _check_id(self, token_id) -> None:
@@ -229,7 +290,10 @@ class AlbertTokenizer(tf.Module):
     # Python path.
 
     def normalize(self, text: str | bytes) -> str:
-        """The original ALBERT text normalization (before SentencePiece)."""
+        """The original ALBERT text normalization (before SentencePiece); for WordPiece, the
+        words of BERT's basic tokenization joined by spaces."""
+        if self._wordpiece is not None:
+            return " ".join(self._wordpiece.words(text))
         return normalize_text(
             text,
             lowercase=self.lowercase,
@@ -238,6 +302,8 @@ class AlbertTokenizer(tf.Module):
         )
 
     def encode_pieces(self, text: str | bytes) -> list[str]:
+        if self._wordpiece is not None:
+            return self._wordpiece.tokenize(text)
         pieces = self._processor.encode(self.normalize(text), out_type=str)
         result = []
         for piece in pieces:
@@ -261,6 +327,8 @@ class AlbertTokenizer(tf.Module):
     def encode(self, text: str | bytes) -> list[int]:
         """Token ids of `text` (no [CLS]/[SEP]; see `packer`)."""
         pieces = self.encode_pieces(text)
+        if self._wordpiece is not None:
+            return [self._wordpiece.token_to_id[piece] for piece in pieces]
         return self._processor.piece_to_id(pieces) if pieces else []
 
     def decode(self, ids: Iterable[int]) -> str:
@@ -268,6 +336,10 @@ class AlbertTokenizer(tf.Module):
         ids = [int(i) for i in np.asarray(ids).reshape(-1)]
         for token_id in ids:
             self._check_id(token_id)
+        if self._wordpiece is not None:
+            control = {self.pad_id, self.cls_id, self.sep_id, self.mask_id}
+            pieces = [self.id_to_piece(i) for i in ids if i not in control]
+            return " ".join(pieces).replace(" ##", "")
         return self._processor.decode(ids)
 
     # ----------------------------------------------------------------------------------------
@@ -275,6 +347,11 @@ class AlbertTokenizer(tf.Module):
 
     def normalize_graph(self, text: tf.Tensor) -> tf.Tensor:
         """`normalize` with TensorFlow ops, elementwise over a `tf.string` tensor."""
+        if self._wordpiece is not None:
+            flat = tf.reshape(text, [-1])
+            words = self._wordpiece.words_graph(flat)  # (num_texts, None)
+            joined = tf.strings.reduce_join(words, axis=-1, separator=" ")
+            return tf.reshape(joined, tf.shape(text))
         return normalize_text_graph(
             text,
             lowercase=self.lowercase,
@@ -332,6 +409,8 @@ class AlbertTokenizer(tf.Module):
 
     def _tokenize_flat(self, text: tf.Tensor) -> tf.RaggedTensor:
         # text: (num_texts,) -> (num_texts, None) int32 ids.
+        if self._wordpiece is not None:
+            return self._wordpiece.tokenize_graph(text)
         normalized = self.normalize_graph(text)
         if self._resplit_table is None:
             pieces = self._split_digit_comma_graph(self._sentencepiece.tokenize(normalized))
@@ -380,7 +459,7 @@ class AlbertTokenizer(tf.Module):
         return pieces.with_flat_values(expanded).merge_dims(1, 2)
 
     def packer(self, sequence_length: int) -> AlbertPacker:
-        """An `AlbertPacker` with this model's [CLS], [SEP] and <pad> ids."""
+        """An `AlbertPacker` with this model's (or vocabulary's) [CLS], [SEP] and <pad> ids."""
         return AlbertPacker(
             sequence_length=sequence_length,
             cls_id=self.cls_id,
