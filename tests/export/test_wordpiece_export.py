@@ -4,7 +4,8 @@ and the served packing is the Python path's, with only TF Serving-safe ops."""
 import numpy as np
 import tensorflow as tf
 
-from keras_albert.export.saved_model import VOCABULARY_ASSET, export_saved_model
+from keras_albert.export import export_saved_model
+from keras_albert.export.saved_model import VOCABULARY_ASSET
 from keras_albert.models import AlbertBackbone, AlbertClassifier
 from keras_albert.text.tokenizer import AlbertTokenizer
 from tests.export.conftest import TINY_SIZES
