@@ -116,7 +116,7 @@ _BACKBONE_FIELDS = (
 
 
 def _pair(ours: str, theirs: str, variables=("kernel", "bias")) -> list[Entry]:
-    return [Entry(f"{ours}/{ours_name}", f"{theirs}/{ours_name}") for ours_name in variables]
+    return [Entry(f"{ours}/{variable}", f"{theirs}/{variable}") for variable in variables]
 
 
 def keras_hub_name_table(config: AlbertConfig, head: str | None = None) -> list[Entry]:
@@ -190,9 +190,10 @@ def _file_location(source_name: str, config: AlbertConfig) -> tuple[str, str]:
 
 def is_keras_hub_preset(directory: str | os.PathLike) -> bool:
     """Whether `directory` holds a keras-hub preset (its config.json is a Keras object
-    registered by keras_hub), not a Hugging Face config.json."""
+    registered by keras_hub, or by keras_nlp as the older presets say), not a Hugging Face
+    config.json."""
     config = _read_json(os.path.join(os.fspath(directory), "config.json"))
-    return str(config.get("registered_name", "")).startswith("keras_hub>")
+    return str(config.get("registered_name", "")).startswith(("keras_hub>", "keras_nlp>"))
 
 
 def _read_json(path: str) -> dict:

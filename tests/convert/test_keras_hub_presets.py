@@ -7,6 +7,9 @@ Tiny widths, the real vocabulary; every weight random (biases and LayerNorm too)
 mis-mapped tensor shows.
 """
 
+import shutil
+
+import h5py
 import keras_hub
 import numpy as np
 import pytest
@@ -214,10 +217,6 @@ def test_writer_refuses_what_keras_hub_cannot_hold(tmp_path):
 
 
 def test_reader_lists_an_unexpected_tensor(written_preset, tmp_path):
-    import shutil
-
-    import h5py
-
     copy = tmp_path / "preset"
     shutil.copytree(written_preset, copy)
     with h5py.File(copy / "model.weights.h5", "a") as weights:
