@@ -7,6 +7,7 @@ Tiny widths, the real vocabulary; every weight random (biases and LayerNorm too)
 mis-mapped tensor shows.
 """
 
+import os
 import shutil
 
 import h5py
@@ -17,6 +18,7 @@ import tensorflow as tf
 
 from keras_albert import AlbertBackbone, AlbertClassifier, AlbertPretrainer, AlbertTokenizer
 from keras_albert.convert import find_sentencepiece_model, load_checkpoint, save_checkpoint
+from keras_albert.export.tflite import export_tflite_checkpoint
 from tests.helpers import tiny_config
 from tests.test_tool_errors import load_tool
 from tests.text.text_data import ALBERT_MODEL, load_sst2_dev
@@ -157,6 +159,13 @@ def test_load_checkpoint_reads_a_keras_hub_classifier_preset(keras_hub_classifie
     assert find_sentencepiece_model(directory) == str(
         directory / "assets" / "tokenizer" / "vocabulary.spm"
     )
+
+
+def test_exports_find_the_preset_tokenizer(keras_hub_classifier_preset, tmp_path):
+    _, directory = keras_hub_classifier_preset
+    path = export_tflite_checkpoint(directory, base_dir=tmp_path, name="sst2")
+    assert os.path.isfile(path)
+    assert (tmp_path / "sst2" / "sentencepiece.model").read_bytes() == ALBERT_MODEL.read_bytes()
 
 
 def test_masked_lm_preset_becomes_a_pretrainer_with_a_fresh_order_head(tmp_path, capsys):
