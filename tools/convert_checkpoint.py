@@ -1,9 +1,11 @@
-"""Convert an ALBERT checkpoint (any form load_checkpoint reads) → .keras, .weights.h5 or HF.
+"""Convert an ALBERT checkpoint (any load_checkpoint source) → .keras, .weights.h5, HF, keras-hub.
 
 Examples:
   python tools/convert_checkpoint.py albert_base/ albert_base.keras
   python tools/convert_checkpoint.py hf_albert_dir/ ours.keras --model backbone
   python tools/convert_checkpoint.py ours.keras hf_out_dir/ --to hf
+  python tools/convert_checkpoint.py runs/sst2/best.keras sst2_preset/ --to keras_hub
+  python tools/convert_checkpoint.py keras_hub_preset/ ours.keras
   python tools/convert_checkpoint.py runs/pretraining/ backbone.keras --model backbone
   python tools/convert_checkpoint.py pretrainer.weights.h5 ours.keras --config albert_base_v2
 """
@@ -24,6 +26,7 @@ from keras_albert.cli import (  # noqa: E402
 from keras_albert.convert import (  # noqa: E402
     FORMATS,
     MODEL_KINDS,
+    find_sentencepiece_model,
     load_checkpoint,
     save_checkpoint,
 )
@@ -37,7 +40,8 @@ class ConvertOptions:
     Args:
         source: the checkpoint: a preset name, config JSON, .keras, .weights.h5, Hugging Face
             or original TF1 directory, TF1 prefix, or a training output directory.
-        destination: a .keras or .weights.h5 file, or a directory for a Hugging Face model.
+        destination: a .keras or .weights.h5 file, or a directory for a Hugging Face model
+            or a keras-hub preset.
         format: the source's form; auto tells it from the path.
         model: the model to write (backbone, pretrainer or classifier); default: the
             checkpoint's own.
@@ -45,6 +49,8 @@ class ConvertOptions:
             TF1 prefix.
         num_classes: for a classifier whose checkpoint does not say.
         to: the written format; auto: .keras / .weights.h5 by extension, else Hugging Face.
+        sentencepiece_model: the tokenizer a keras-hub preset carries; default: the one
+            beside the source (or named by its run.json).
     """
 
     source: str = dataclasses.field(metadata={"flag": False})
@@ -54,6 +60,7 @@ class ConvertOptions:
     config: str | None = None
     num_classes: int | None = None
     to: Literal[WRITE_FORMATS] = "auto"
+    sentencepiece_model: str | None = None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -63,7 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=with_debug_help("\n".join(__doc__.splitlines()[2:])),
     )
     parser.add_argument("source", help="the checkpoint (see --help's description)")
-    parser.add_argument("destination", help=".keras / .weights.h5 file, or an HF directory")
+    parser.add_argument(
+        "destination", help=".keras / .weights.h5 file, or an HF or keras-hub directory"
+    )
     add_options(parser, ConvertOptions)
     return parser
 
@@ -80,7 +89,12 @@ def main(argv: list[str] | None = None) -> int:
         config=options.config,
         num_classes=options.num_classes,
     )
-    save_checkpoint(model, options.destination, format=options.to)
+    save_checkpoint(
+        model,
+        options.destination,
+        format=options.to,
+        sentencepiece_model=options.sentencepiece_model or find_sentencepiece_model(options.source),
+    )
     print(
         f"wrote {type(model).__name__} ({model.count_params():,} parameters) to "
         f"{options.destination}"

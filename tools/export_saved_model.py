@@ -1,5 +1,8 @@
 """Export an ALBERT checkpoint + its SentencePiece model for TF Serving (<output-dir>/<name>/<v>/).
 
+With --format tflite: <output-dir>/<name>/model.tflite (float32, token ids in, batch 1) and the
+SentencePiece model beside it (keras_albert.export.tflite says why token ids only).
+
 The checkpoint is any form `keras_albert.load_checkpoint` reads; the SentencePiece model is
 found beside it (or named by a pretraining run's run.json) unless --sentencepiece-model says.
 
@@ -11,6 +14,7 @@ Examples:
   python tools/export_saved_model.py runs/squad/best.keras --name squad --doc-stride 128
   python tools/export_saved_model.py runs/race/best.keras --name race --num-choices 4
   python tools/export_saved_model.py runs/ner/best.keras --name ner
+  python tools/export_saved_model.py runs/sst2/best.keras --name sst2 --format tflite
 
 Question answering, multiple choice (RACE) and token classification (NER) models get their own
 string-in endpoints (docs/serving.md); the --doc-stride ... --null-score-threshold flags are
@@ -34,8 +38,22 @@ from keras_albert.cli import (  # noqa: E402
 from keras_albert.convert import MODEL_KINDS  # noqa: E402
 from keras_albert.export import BatchingParameters, export_checkpoint  # noqa: E402
 from keras_albert.export.precision import PRECISIONS  # noqa: E402
+from keras_albert.export.tflite import export_tflite_checkpoint  # noqa: E402
 from keras_albert.finetuning.race import defaults as race_defaults  # noqa: E402
 from keras_albert.finetuning.squad import defaults as squad_defaults  # noqa: E402
+
+EXPORT_FORMATS = ("savedmodel", "tflite")
+# The options a TFLite export reads; the others are the SavedModel's and must stay default.
+_TFLITE_OPTIONS = (
+    "checkpoint",
+    "sentencepiece_model",
+    "name",
+    "output_dir",
+    "model",
+    "config",
+    "num_classes",
+    "format",
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,6 +89,8 @@ class ExportOptions:
             (a SQuAD v1.1 model).
         num_choices: multiple choice: options per question in a request.
         max_qa_length: multiple choice: the most tokens of the question + option segment.
+        format: savedmodel (TF Serving) or tflite (token ids in; only the checkpoint,
+            tokenizer, name, output directory and model options apply).
     """
 
     checkpoint: str = dataclasses.field(metadata={"flag": False})
@@ -101,6 +121,7 @@ class ExportOptions:
     )
     num_choices: int = race_defaults.NUM_CHOICES
     max_qa_length: int = race_defaults.MAX_QA_LENGTH
+    format: str = dataclasses.field(default="savedmodel", metadata={"choices": EXPORT_FORMATS})
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -117,6 +138,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     options = options_from_args(args, ExportOptions, checkpoint=args.checkpoint)
+    if options.format == "tflite":
+        return _export_tflite(options)
     path = export_checkpoint(
         options.checkpoint,
         options.sentencepiece_model,
@@ -148,6 +171,27 @@ def main(argv: list[str] | None = None) -> int:
                 "max_qa_length": options.max_qa_length,
             },
         },
+    )
+    print(f"wrote {path}")
+    return 0
+
+
+def _export_tflite(options: ExportOptions) -> int:
+    for field in dataclasses.fields(options):
+        value = getattr(options, field.name)
+        if field.name not in _TFLITE_OPTIONS and value != field.default:
+            raise ValueError(
+                f"`{field.name}` must be left at {field.default!r} for --format tflite (it is "
+                f"a SavedModel option). Received: {field.name}={value!r}"
+            )
+    path = export_tflite_checkpoint(
+        options.checkpoint,
+        options.sentencepiece_model,
+        base_dir=options.output_dir,
+        name=options.name,
+        model_kind=options.model,
+        config=options.config,
+        num_classes=options.num_classes,
     )
     print(f"wrote {path}")
     return 0

@@ -1,4 +1,5 @@
-"""Writing a keras_albert model out: `.keras`, `.weights.h5`, or a Hugging Face directory.
+"""Writing a keras_albert model out: `.keras`, `.weights.h5`, a Hugging Face directory, or a
+keras-hub preset directory.
 
 Reading is `keras_albert.convert.resolve.load_checkpoint` (every accepted source in one place).
 """
@@ -6,16 +7,25 @@ Reading is `keras_albert.convert.resolve.load_checkpoint` (every accepted source
 import os
 
 from keras_albert.convert.huggingface import write_hf_directory
+from keras_albert.convert.keras_hub import write_keras_hub_preset
 from keras_albert.validation import require_one_of
 
-WRITE_FORMATS = ("auto", "keras", "hf")
+WRITE_FORMATS = ("auto", "keras", "hf", "keras_hub")
 
 
-def save_checkpoint(model, destination: str | os.PathLike, format: str = "auto") -> None:
-    """Writes `model` as `.keras`, `.weights.h5`, or a Hugging Face directory ("hf").
+def save_checkpoint(
+    model,
+    destination: str | os.PathLike,
+    format: str = "auto",
+    sentencepiece_model: str | os.PathLike | None = None,
+) -> None:
+    """Writes `model` as `.keras`, `.weights.h5`, a Hugging Face directory ("hf") or a
+    keras-hub preset directory ("keras_hub").
 
     "auto" writes Keras's formats for a destination ending in `.keras` or `.weights.h5`, and
     a Hugging Face directory (`config.json` + `model.safetensors`) otherwise.
+    `sentencepiece_model` goes into a keras-hub preset as its tokenizer (the other formats
+    ignore it).
     """
     require_one_of("format", format, WRITE_FORMATS)
     destination = os.fspath(destination)
@@ -26,5 +36,9 @@ def save_checkpoint(model, destination: str | os.PathLike, format: str = "auto")
             model.save_weights(destination)
         else:
             model.save(destination)
+    elif format == "keras_hub":
+        write_keras_hub_preset(
+            model, destination, sentencepiece_model and os.fspath(sentencepiece_model)
+        )
     else:
         write_hf_directory(model, destination)

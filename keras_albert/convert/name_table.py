@@ -19,6 +19,10 @@ class Entry:
     weight_path: str  # Keras `variable.path`, e.g. "group_0_inner_0/attention/query/kernel"
     source_name: str  # the checkpoint's name, e.g. "albert.encoder....attention.query.weight"
     transpose: bool = False  # PyTorch Linear stores (out, in); Keras Dense (in, out)
+    # The source's own shape when it differs from ours by a reshape only: keras-hub's attention
+    # kernels are EinsumDense (hidden, heads, head_dim) where ours are Dense (hidden, hidden).
+    # Never combined with `transpose`.
+    source_shape: tuple[int, ...] | None = None
 
 
 def assign_from_table(
@@ -66,6 +70,14 @@ def assign_from_table(
             problems.append(f"tensor {entry.source_name!r} is used twice")
         used.add(entry.source_name)
         value = np.asarray(tensors[entry.source_name])
+        if entry.source_shape is not None:
+            if tuple(value.shape) != tuple(entry.source_shape):
+                problems.append(
+                    f"shape mismatch for {entry.source_name!r}: {tuple(value.shape)}, but the "
+                    f"table expects {tuple(entry.source_shape)}"
+                )
+                continue
+            value = value.reshape(variable.shape)
         if entry.transpose:
             value = value.T
         if tuple(value.shape) != tuple(variable.shape):
@@ -110,5 +122,8 @@ def read_from_table(weights: Iterable, table: list[Entry]) -> dict[str, np.ndarr
     tensors = {}
     for entry in table:
         value = np.asarray(by_path[entry.weight_path].numpy())
-        tensors[entry.source_name] = np.ascontiguousarray(value.T if entry.transpose else value)
+        value = value.T if entry.transpose else value
+        if entry.source_shape is not None:
+            value = value.reshape(entry.source_shape)
+        tensors[entry.source_name] = np.ascontiguousarray(value)
     return tensors

@@ -9,6 +9,8 @@ A source (`ACCEPTED_FORMS`; no network access) is:
 - a `.keras` file of an `AlbertBackbone`, `AlbertPretrainer` or `AlbertClassifier`;
 - a `.weights.h5` file: weights only, so `config=` must give the architecture;
 - a Hugging Face directory (`config.json` + `model.safetensors` or `pytorch_model.bin`);
+- a keras-hub preset directory (`config.json` of a keras-hub `AlbertBackbone`,
+  `model.weights.h5`, optionally `task.json` of an `AlbertTextClassifier` or `AlbertMaskedLM`);
 - an original TF1 directory (`albert_config.json` + `model.ckpt-*`, or a TF-Hub module's
   `variables/`) or a checkpoint prefix (`model.ckpt-100`, with `config=`);
 - a training output directory: `pretrainer.keras` (or its one `.keras` file, e.g. fine-tuning's
@@ -36,6 +38,12 @@ from keras_albert.convert.huggingface import (
     load_hf_weights,
     read_hf_directory,
 )
+from keras_albert.convert.keras_hub import (
+    find_keras_hub_sentencepiece_model,
+    is_keras_hub_preset,
+    keras_hub_config,
+    load_keras_hub_preset,
+)
 from keras_albert.convert.tf1 import load_tf1_weights, read_tf1_checkpoint, tf1_heads
 from keras_albert.models import (
     AlbertBackbone,
@@ -47,7 +55,17 @@ from keras_albert.models import (
 )
 from keras_albert.validation import require_int, require_one_of
 
-FORMATS = ("auto", "preset", "config", "keras", "weights", "hf", "tf1", "training_output")
+FORMATS = (
+    "auto",
+    "preset",
+    "config",
+    "keras",
+    "weights",
+    "hf",
+    "keras_hub",
+    "tf1",
+    "training_output",
+)
 MODEL_KINDS = (
     "backbone",
     "pretrainer",
@@ -73,6 +91,7 @@ ACCEPTED_FORMS = (
     "a .keras file of an AlbertBackbone, AlbertPretrainer or AlbertClassifier",
     "a .weights.h5 file, with `config` giving the architecture",
     "a Hugging Face directory (config.json + model.safetensors or pytorch_model.bin)",
+    "a keras-hub preset directory (config.json of its AlbertBackbone + model.weights.h5)",
     "an original TF1 directory (albert_config.json + model.ckpt-*) or a checkpoint prefix "
     "(with .index), with `config` for a prefix",
     "a training output directory (pretrainer.keras or one .keras file, or checkpoints/ckpt-N "
@@ -100,6 +119,8 @@ def detect_format(source: str | os.PathLike) -> str:
         if source.endswith(".json") or _starts_with_brace(source):
             return "config"
     elif os.path.isdir(source):
+        if is_keras_hub_preset(source):  # before "hf": both have a config.json
+            return "keras_hub"
         if os.path.isfile(os.path.join(source, "config.json")):
             return "hf"
         if os.path.isfile(os.path.join(source, "albert_config.json")):
@@ -141,6 +162,8 @@ def resolve_config(
         return get_preset(source)
     if form == "config":
         return AlbertConfig.from_json(source)
+    if form == "keras_hub":
+        return keras_hub_config(source)
     if form == "hf":
         return AlbertConfig.from_json(os.path.join(source, "config.json"))
     if form == "tf1" and os.path.isdir(source):
@@ -160,12 +183,15 @@ def find_sentencepiece_model(source: str | os.PathLike | None) -> str | None:
     """The SentencePiece model of a checkpoint, or `None`: the one named by the `run.json`
     beside it (`sentencepiece_model`, or the older `vocabulary`), else the only `*.model` file
     beside it (a release's `30k-clean.model`, HF's `spiece.model`, fine-tuning's
-    `tokenizer.model`). A preset name has none."""
+    `tokenizer.model`), or a keras-hub preset's `assets/tokenizer/vocabulary.spm`. A preset
+    name has none."""
     if source is None:
         return None
     source = os.fspath(source)
     if detect_format(source) == "preset":
         return None
+    if detect_format(source) == "keras_hub":
+        return find_keras_hub_sentencepiece_model(source)
     directory = source if os.path.isdir(source) else os.path.dirname(source)
     recorded = _read_run_file(directory, "run.json")
     for key in _SENTENCEPIECE_KEYS:
@@ -209,6 +235,8 @@ def load_checkpoint(
         loaded = _load_weights_file(source, resolve_config(source, config), num_classes)
     elif format == "hf":
         loaded = _load_hf(source, model, num_classes)
+    elif format == "keras_hub":
+        loaded = load_keras_hub_preset(source, model)
     elif format == "tf1":
         loaded = _load_tf1(source, model, config, num_classes)
     else:

@@ -1,0 +1,108 @@
+"""TFLite vs SavedModel: size and batch-1 latency of an ALBERT-base classifier, token ids in.
+
+Run by hand: `python benchmarks/tflite_latency.py [--rounds 30] [--threads 1]`.
+Exports a randomly initialized albert_base_v2 classifier (2 classes, the real 30k-clean
+SentencePiece model) with `export_tflite` and `export_saved_model`, then times, in interleaved
+rounds, one SST-2 dev sentence (packed alone, unpadded) and the same padded to 128 tokens:
+`tf.lite.Interpreter` (`--threads` threads) against the SavedModel's `serve_token_ids` (loaded
+with `tf.saved_model.load`, TensorFlow's own thread pools). Prints the sizes, the medians and
+the ratios TFLite / SavedModel, and writes the raw times (`--results-json`).
+"""
+
+import argparse
+import os
+import pathlib
+import statistics
+import tempfile
+import time
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+from results import default_path, write_results  # noqa: E402 (benchmarks/results.py)
+
+from keras_albert import AlbertBackbone, AlbertClassifier  # noqa: E402
+from keras_albert.export import export_saved_model  # noqa: E402
+from keras_albert.export.tflite import export_tflite  # noqa: E402
+from keras_albert.text.tokenizer import AlbertTokenizer  # noqa: E402
+
+DATA = pathlib.Path(__file__).resolve().parents[1] / "tests" / "data"
+PADDED_LENGTH = 128
+
+
+def directory_bytes(path: str) -> int:
+    return sum(
+        os.path.getsize(os.path.join(root, name))
+        for root, _, names in os.walk(path)
+        for name in names
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--results-json", default=default_path(__file__))
+    args = parser.parse_args()
+
+    tokenizer = AlbertTokenizer(DATA / "30k-clean.model")
+    model = AlbertClassifier(AlbertBackbone.from_preset_name("albert_base_v2"), num_classes=2)
+    sentence = (DATA / "sst2_dev.tsv").read_text(encoding="utf-8").split("\n")[1].split("\t")[0]
+    packed = tokenizer.packer(PADDED_LENGTH)(tokenizer(tf.constant([sentence])))
+    length = int(tf.reduce_sum(tf.cast(packed["padding_mask"], tf.int32)))
+    padded = {name: np.asarray(value).astype("int32") for name, value in packed.items()}
+    inputs = {
+        f"{length} tokens": {name: value[:, :length] for name, value in padded.items()},
+        f"{PADDED_LENGTH} tokens (padded)": padded,
+    }
+
+    with tempfile.TemporaryDirectory() as directory:
+        tflite_path = export_tflite(model, tokenizer, os.path.join(directory, "tflite"))
+        saved_model_dir = os.path.join(directory, "saved_model")
+        export_saved_model(model, tokenizer, saved_model_dir)
+        sizes = {
+            "tflite_bytes": os.path.getsize(tflite_path),
+            "saved_model_bytes": directory_bytes(saved_model_dir),
+        }
+        interpreter = tf.lite.Interpreter(model_path=tflite_path, num_threads=args.threads)
+        runner = interpreter.get_signature_runner()
+        serve = tf.saved_model.load(saved_model_dir).signatures["serve_token_ids"]
+
+        runtimes = {
+            "tflite": lambda x: runner(**x)["probabilities"],
+            "saved_model": lambda x: serve(**{k: tf.constant(v) for k, v in x.items()})[
+                "probabilities"
+            ].numpy(),
+        }
+        times = {case: {name: [] for name in runtimes} for case in inputs}
+        for x in inputs.values():
+            for run in runtimes.values():
+                run(x)  # warm (and the interpreter resizes once)
+        for _ in range(args.rounds):
+            for case, x in inputs.items():
+                for name, run in runtimes.items():
+                    start = time.perf_counter()
+                    run(x)
+                    times[case][name].append(time.perf_counter() - start)
+
+    print(
+        f"sizes: model.tflite {sizes['tflite_bytes'] / 2**20:.1f} MiB, SavedModel "
+        f"{sizes['saved_model_bytes'] / 2**20:.1f} MiB"
+    )
+    for case, by_runtime in times.items():
+        medians = {name: statistics.median(values) * 1e3 for name, values in by_runtime.items()}
+        print(
+            f"{case}: TFLite ({args.threads} thread(s)) {medians['tflite']:.1f} ms, SavedModel "
+            f"serve_token_ids {medians['saved_model']:.1f} ms, ratio "
+            f"{medians['tflite'] / medians['saved_model']:.2f}"
+        )
+    write_results(
+        args.results_json,
+        {"sizes": sizes, "threads": args.threads, "times_seconds": times, "sentence": sentence},
+    )
+
+
+if __name__ == "__main__":
+    main()

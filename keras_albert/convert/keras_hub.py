@@ -1,0 +1,480 @@
+"""keras-hub ALBERT presets ↔ keras_albert models, read and written without keras_hub.
+
+A keras-hub preset directory (`keras_hub/src/utils/preset_utils.py`) holds:
+
+- `config.json`: the serialized `AlbertBackbone` (`registered_name` "keras_hub>AlbertBackbone");
+- `model.weights.h5`: Keras's weights file of that backbone;
+- `metadata.json`: versions, parameter count, date, the tasks the backbone serves;
+- `tokenizer.json` + `assets/tokenizer/vocabulary.spm`: the SentencePiece tokenizer;
+- for a task: `task.json` (`AlbertTextClassifier`, `AlbertMaskedLM`), `task.weights.h5` (the
+  head's weights only) and `preprocessor.json`.
+
+The library does not import keras_hub (a test dependency only): the JSON is plain, and the
+weights files are written with h5py in the layout Keras's `save_weights` gives those models —
+each layer under its class name in snake case, numbered in the order of `model.layers`
+(`layers/dense` is the embedding projection, `layers/dense_1` the pooler), its variables as
+`vars/0`, `vars/1` in creation order (kernel then bias, gamma then beta). `keras_hub_name_table`
+maps our weight paths to keras-hub's variable paths through the one checker
+(`name_table.assign_from_table`); `_file_location` places each keras-hub variable in its file.
+
+keras-hub's ALBERT differs from ours in ways the writer refuses rather than hides: one sharing
+mode ("all"), GELU's tanh approximation, LayerNorm epsilon 1e-12, one dropout rate for hidden
+and attention dropout (we write `dropout`), and `num_groups` must divide `num_layers` (group g
+runs for layers g·L/G … (g+1)·L/G − 1, as ours). Its attention kernels are per head
+(EinsumDense `(hidden, heads, head_dim)`): the table reshapes them. Its `AlbertMaskedLM` has no
+sentence-order head (ours is then freshly initialized, and one printed line says so) and its
+MLM head's LayerNorm epsilon is 1e-5 where ours uses the backbone's: MLM logits differ by that.
+"""
+
+import datetime
+import importlib.metadata
+import json
+import os
+import re
+import shutil
+
+import h5py
+import keras
+import numpy as np
+
+from keras_albert.config import AlbertConfig
+from keras_albert.convert.name_table import Entry, assign_from_table, read_from_table
+from keras_albert.models import AlbertBackbone, AlbertClassifier, AlbertPretrainer
+
+# keras-hub class (config.json / task.json `class_name`) → the kind of model we build for it.
+KERAS_HUB_CLASSES = {
+    "AlbertBackbone": "backbone",
+    "AlbertTextClassifier": "classifier",
+    "AlbertMaskedLM": "pretrainer",
+}
+TOKENIZER_ASSET = os.path.join("assets", "tokenizer", "vocabulary.spm")
+
+# (our sublayer path, keras-hub sublayer path) inside one transformer block.
+_BLOCK_SUBLAYERS = [
+    ("attention/query", "self_attention_layer/query"),
+    ("attention/key", "self_attention_layer/key"),
+    ("attention/value", "self_attention_layer/value"),
+    ("attention/output", "self_attention_layer/attention_output"),
+    ("attention/layer_norm", "self_attention_layer_norm"),
+    ("feedforward/intermediate", "feedforward_intermediate_dense"),
+    ("feedforward/output", "feedforward_output_dense"),
+    ("feedforward/layer_norm", "feedforward_layer_norm"),
+]
+# keras-hub layer → its group in Keras's weights file (key: snake-case class, numbered in
+# `model.layers` order). The transformer blocks are `layers/transformer_encoder[_k]`, k the
+# block's index in creation order (group-major), with their sublayers under the attribute
+# names below.
+_FILE_GROUPS = {
+    "token_embedding": "layers/reversible_embedding",
+    "position_embedding": "layers/position_embedding",
+    "segment_embedding": "layers/embedding",
+    "embeddings_layer_norm": "layers/layer_normalization",
+    "embedding_projection": "layers/dense",
+    "pooled_dense": "layers/dense_1",
+    # task.weights.h5
+    "logits": "layers/dense",
+    "mlm_head": "layers/masked_lm_head",
+    "mlm_head/intermediate_dense": "layers/masked_lm_head/_intermediate_dense",
+    "mlm_head/intermediate_layer_norm": "layers/masked_lm_head/_intermediate_layer_norm",
+}
+_BLOCK_FILE_GROUPS = {
+    "self_attention_layer/query": "_self_attention_layer/query_dense",
+    "self_attention_layer/key": "_self_attention_layer/key_dense",
+    "self_attention_layer/value": "_self_attention_layer/value_dense",
+    "self_attention_layer/attention_output": "_self_attention_layer/output_dense",
+    "self_attention_layer_norm": "_self_attention_layer_norm",
+    "feedforward_intermediate_dense": "_feedforward_intermediate_dense",
+    "feedforward_output_dense": "_feedforward_output_dense",
+    "feedforward_layer_norm": "_feedforward_layer_norm",
+}
+_VARIABLE_INDEX = {"kernel": 0, "bias": 1, "gamma": 0, "beta": 1, "embeddings": 0, "output_bias": 0}
+# A keras-hub task is compiled when built (Adam, `iterations` and `learning_rate`), and loading
+# task.weights.h5 warns unless the file has those two scalars: write what keras-hub's own
+# `save_to_preset` writes for a fresh task (step 0, its default learning rate).
+_TASK_OPTIMIZER_LEARNING_RATES = {"classifier": 1e-5, "pretrainer": 5e-5}
+# head → keras-hub's preprocessor class and module for it.
+_PREPROCESSORS = {
+    "classifier": ("AlbertTextClassifierPreprocessor", "albert_text_classifier_preprocessor"),
+    "pretrainer": ("AlbertMaskedLMPreprocessor", "albert_masked_lm_preprocessor"),
+}
+_BLOCK_NAME = re.compile(r"^group_(\d+)_inner_layer_(\d+)/(.+)$")
+# What keras-hub fixes and we make configurable: a preset cannot say anything else.
+_KERAS_HUB_FIXED = {"sharing": "all", "activation": "gelu_approximate", "layer_norm_epsilon": 1e-12}
+_BACKBONE_FIELDS = (
+    "vocabulary_size",
+    "num_layers",
+    "num_heads",
+    "num_groups",
+    "num_inner_repetitions",
+    "embedding_dim",
+    "hidden_dim",
+    "intermediate_dim",
+    "dropout",
+    "max_sequence_length",
+    "num_segments",
+)
+
+
+def _pair(ours: str, theirs: str, variables=("kernel", "bias")) -> list[Entry]:
+    return [Entry(f"{ours}/{variable}", f"{theirs}/{variable}") for variable in variables]
+
+
+def keras_hub_name_table(config: AlbertConfig, head: str | None = None) -> list[Entry]:
+    """Our weight paths ↔ keras-hub's variable paths (`variable.path` in its models).
+
+    Args:
+        config: the architecture.
+        head: None (a backbone), "classifier" (`AlbertTextClassifier`'s `logits`) or
+            "pretrainer" (`AlbertMaskedLM`'s `mlm_head`; keras-hub has no sentence-order head).
+    """
+    hidden, heads = config.hidden_dim, config.num_heads
+    per_head = (hidden, heads, hidden // heads)  # EinsumDense kernels
+    norm = ("gamma", "beta")
+    table = [
+        Entry("embedding/token_embedding/embeddings", "token_embedding/embeddings"),
+        Entry("embedding/position_embeddings", "position_embedding/embeddings"),
+        Entry("embedding/segment_embedding/embeddings", "segment_embedding/embeddings"),
+        *_pair("embedding/layer_norm", "embeddings_layer_norm", norm),
+        *_pair("embedding/projection", "embedding_projection"),
+    ]
+    for group in range(config.num_groups):
+        for inner in range(config.num_inner_repetitions):
+            ours, theirs = f"group_{group}_inner_{inner}", f"group_{group}_inner_layer_{inner}"
+            for our_sublayer, their_sublayer in _BLOCK_SUBLAYERS:
+                path, their_path = f"{ours}/{our_sublayer}", f"{theirs}/{their_sublayer}"
+                if our_sublayer in ("attention/query", "attention/key", "attention/value"):
+                    table += [
+                        Entry(f"{path}/kernel", f"{their_path}/kernel", source_shape=per_head),
+                        Entry(f"{path}/bias", f"{their_path}/bias", source_shape=per_head[1:]),
+                    ]
+                elif our_sublayer == "attention/output":
+                    table += [
+                        Entry(
+                            f"{path}/kernel",
+                            f"{their_path}/kernel",
+                            source_shape=per_head[1:] + (hidden,),
+                        ),
+                        Entry(f"{path}/bias", f"{their_path}/bias"),
+                    ]
+                else:
+                    variables = norm if our_sublayer.endswith("layer_norm") else ("kernel", "bias")
+                    table += _pair(path, their_path, variables)
+    table += _pair("pooler", "pooled_dense")
+    if head == "classifier":
+        table += _pair("logits", "logits")
+    elif head == "pretrainer":
+        table += [
+            Entry("masked_lm_head/output_bias", "mlm_head/output_bias"),
+            *_pair("masked_lm_head/dense", "mlm_head/intermediate_dense"),
+            *_pair("masked_lm_head/layer_norm", "mlm_head/intermediate_layer_norm", norm),
+        ]
+    return table
+
+
+def _file_location(source_name: str, config: AlbertConfig) -> tuple[str, str]:
+    """`(file, dataset path)` of a keras-hub variable: "model" (the backbone's
+    model.weights.h5) or "task" (task.weights.h5)."""
+    layer, variable = source_name.rsplit("/", 1)
+    index = _VARIABLE_INDEX[variable]
+    block = _BLOCK_NAME.match(layer)
+    if block:
+        number = int(block[1]) * config.num_inner_repetitions + int(block[2])
+        key = "layers/transformer_encoder" + (f"_{number}" if number else "")
+        return "model", f"{key}/{_BLOCK_FILE_GROUPS[block[3]]}/vars/{index}"
+    file = "task" if layer == "logits" or layer.startswith("mlm_head") else "model"
+    return file, f"{_FILE_GROUPS[layer]}/vars/{index}"
+
+
+# --- Reading ---------------------------------------------------------------------------------
+
+
+def is_keras_hub_preset(directory: str | os.PathLike) -> bool:
+    """Whether `directory` holds a keras-hub preset (its config.json is a Keras object
+    registered by keras_hub, or by keras_nlp as the older presets say), not a Hugging Face
+    config.json."""
+    config = _read_json(os.path.join(os.fspath(directory), "config.json"))
+    return str(config.get("registered_name", "")).startswith(("keras_hub>", "keras_nlp>"))
+
+
+def _read_json(path: str) -> dict:
+    if not os.path.isfile(path):
+        return {}
+    with open(path, encoding="utf-8") as file:
+        try:
+            values = json.load(file)
+        except json.JSONDecodeError:
+            return {}
+    return values if isinstance(values, dict) else {}
+
+
+def keras_hub_config(directory: str | os.PathLike) -> AlbertConfig:
+    """The architecture of a keras-hub preset, from its config.json."""
+    directory = os.fspath(directory)
+    saved = _read_json(os.path.join(directory, "config.json"))
+    if saved.get("class_name") != "AlbertBackbone":
+        raise ValueError(
+            "`source` must be a keras-hub ALBERT preset (config.json of an AlbertBackbone). "
+            f"Received: class_name={saved.get('class_name')!r} in {directory!r}"
+        )
+    fields = saved["config"]
+    return AlbertConfig(
+        **{name: fields[name] for name in _BACKBONE_FIELDS if name in fields},
+        attention_dropout=fields.get("dropout", 0.0),
+        **_KERAS_HUB_FIXED,
+    )
+
+
+def _read_weights_file(path: str) -> dict[str, np.ndarray]:
+    """Every dataset of a Keras weights file, by its path in the file."""
+    tensors = {}
+
+    def visit(name, item):
+        if isinstance(item, h5py.Dataset):
+            if item.attrs.get("dtype") == "bfloat16":
+                raise ValueError(
+                    f"`source` must hold float weights; {path!r} stores {name} as bfloat16. "
+                    "Received: a bfloat16 preset (load it in keras-hub and save it as float32)"
+                )
+            tensors[name] = np.asarray(item[()])
+
+    with h5py.File(path, "r") as file:
+        file.visititems(visit)
+    return tensors
+
+
+def load_keras_hub_preset(directory: str | os.PathLike, kind: str | None = None):
+    """Our model of a keras-hub preset: a backbone, or with task.json an `AlbertClassifier`
+    (`AlbertTextClassifier`) or `AlbertPretrainer` (`AlbertMaskedLM`, a fresh sentence-order
+    head). `kind="backbone"` skips the task's head."""
+    directory = os.fspath(directory)
+    config = keras_hub_config(directory)
+    task = _read_json(os.path.join(directory, "task.json"))
+    task_class = task.get("class_name", "AlbertBackbone") if kind != "backbone" else None
+    if task_class not in (None, *KERAS_HUB_CLASSES):
+        raise ValueError(
+            f"The keras-hub task must be one of {sorted(KERAS_HUB_CLASSES)}. "
+            f"Received: class_name={task_class!r} in {os.path.join(directory, 'task.json')}"
+        )
+    own = KERAS_HUB_CLASSES.get(task_class, "backbone")
+    backbone = AlbertBackbone.from_albert_config(config)
+    if own == "classifier":
+        model = AlbertClassifier(
+            backbone,
+            num_classes=task["config"]["num_classes"],
+            dropout=task["config"].get("dropout", 0.1),
+        )
+        if task["config"].get("activation") not in (None, "linear"):
+            # Ours returns logits; a softmax inside keras-hub's head would differ silently.
+            raise ValueError(
+                "The keras-hub classifier's `activation` must be linear (logits). Received: "
+                f"activation={task['config']['activation']!r}"
+            )
+    elif own == "pretrainer":
+        model = AlbertPretrainer(backbone)
+    else:
+        model = backbone
+    files = {"model": _read_weights_file(os.path.join(directory, "model.weights.h5"))}
+    if own != "backbone":
+        files["task"] = _read_weights_file(os.path.join(directory, "task.weights.h5"))
+    table = keras_hub_name_table(config, head=None if own == "backbone" else own)
+    # keras-hub's variable paths for the datasets the table expects; any other dataset keeps
+    # its file path, and the checker lists it as unused.
+    names = {_file_location(entry.source_name, config): entry.source_name for entry in table}
+    if own == "pretrainer":
+        # Entries with no tensor, so that the checker lets exactly these weights stay fresh.
+        table += _pair("sentence_order_head/dense", "(not in keras-hub) sentence_order_head")
+    tensors = {
+        names.get((file, path), f"{file}.weights.h5:{path}"): value
+        for file, datasets in files.items()
+        for path, value in datasets.items()
+    }
+    assign_from_table(
+        model.weights,
+        table,
+        tensors,
+        # A compiled task's optimizer scalars and the (variable-less) preprocessor.
+        ignore_patterns=[r"^task\.weights\.h5:(optimizer|preprocessor)/"],
+        allow_uninitialized=[r"^sentence_order_head/"] if own == "pretrainer" else [],
+        source_description=f"keras-hub preset {directory}",
+    )
+    if own == "pretrainer":
+        print(
+            f"keras_albert: {directory} holds a keras-hub AlbertMaskedLM, which has no "
+            "sentence-order head: the AlbertPretrainer's sentence_order_head is freshly "
+            "initialized."
+        )
+    return model
+
+
+def find_keras_hub_sentencepiece_model(directory: str | os.PathLike) -> str | None:
+    """The preset's `assets/tokenizer/vocabulary.spm`, if there is one."""
+    path = os.path.join(os.fspath(directory), TOKENIZER_ASSET)
+    return path if os.path.isfile(path) else None
+
+
+# --- Writing ---------------------------------------------------------------------------------
+
+
+def _serialized(class_name: str, module: str, config: dict, dtype: str = "float32") -> dict:
+    return {
+        "module": f"keras_hub.src.models.albert.{module}",
+        "class_name": class_name,
+        "config": {
+            "name": module,
+            "trainable": True,
+            "dtype": {
+                "module": "keras",
+                "class_name": "DTypePolicy",
+                "config": {"name": dtype},
+                "registered_name": None,
+            },
+            **config,
+        },
+        "registered_name": f"keras_hub>{class_name}",
+    }
+
+
+def _check_writable(config: AlbertConfig) -> None:
+    for name, fixed in _KERAS_HUB_FIXED.items():
+        if getattr(config, name) != fixed:
+            raise ValueError(
+                f"`{name}` must be {fixed!r} to write a keras-hub preset (keras-hub's ALBERT "
+                f"has no other). Received: {name}={getattr(config, name)!r}"
+            )
+
+
+def _write_json(path: str, values: dict) -> None:
+    with open(path, "w", encoding="utf-8") as file:
+        json.dump(values, file, indent=4)
+
+
+def _write_weights_file(path: str, datasets: dict[str, np.ndarray], names: dict[str, str]):
+    """A Keras weights file: `names` gives each layer group's `vars` its layer name (as Keras
+    writes it; informative only)."""
+    with h5py.File(path, "w") as file:
+        for dataset, value in sorted(datasets.items()):
+            file[dataset] = value
+        for group, name in names.items():
+            if group in file:
+                file[group].attrs["name"] = name
+
+
+def write_keras_hub_preset(
+    model, directory: str | os.PathLike, sentencepiece_model: str | None = None
+) -> None:
+    """Writes `model` (an `AlbertBackbone`, `AlbertClassifier` or `AlbertPretrainer`) as a
+    keras-hub preset directory that `keras_hub.models.AlbertBackbone.from_preset` (and
+    `AlbertTextClassifier.from_preset` / `AlbertMaskedLM.from_preset` for the tasks) loads.
+
+    Args:
+        model: the model; an `AlbertPretrainer` becomes an `AlbertMaskedLM` (its
+            sentence-order head is not written: keras-hub has none).
+        directory: the preset directory (created).
+        sentencepiece_model: the tokenizer's model, copied to
+            `assets/tokenizer/vocabulary.spm` with its `tokenizer.json` (and for a task its
+            `preprocessor.json`); without it keras-hub loads the model but no preprocessor.
+    """
+    if isinstance(model, AlbertClassifier):
+        head, task_class = "classifier", "AlbertTextClassifier"
+    elif isinstance(model, AlbertPretrainer):
+        head, task_class = "pretrainer", "AlbertMaskedLM"
+    elif isinstance(model, AlbertBackbone):
+        head, task_class = None, None
+    else:
+        raise ValueError(
+            "`model` must be an AlbertBackbone, AlbertClassifier or AlbertPretrainer to write "
+            f"a keras-hub preset. Received: model={type(model).__name__}"
+        )
+    backbone = model if head is None else model.backbone
+    config = backbone.albert_config
+    _check_writable(config)
+    directory = os.fspath(directory)
+    os.makedirs(directory, exist_ok=True)
+
+    backbone_json = _serialized(
+        "AlbertBackbone",
+        "albert_backbone",
+        {name: getattr(config, name) for name in _BACKBONE_FIELDS},
+    )
+    _write_json(os.path.join(directory, "config.json"), backbone_json)
+    try:
+        keras_hub_version = importlib.metadata.version("keras-hub")
+    except importlib.metadata.PackageNotFoundError:
+        keras_hub_version = None
+    _write_json(
+        os.path.join(directory, "metadata.json"),
+        {
+            "keras_version": keras.version(),
+            "keras_hub_version": keras_hub_version,
+            "parameter_count": backbone.count_params(),
+            "date_saved": datetime.datetime.now().strftime("%Y-%m-%d@%H:%M:%S"),
+            "tasks": ["MaskedLM", "TextClassifier"],
+            "written_by": "keras_albert",
+        },
+    )
+
+    table = keras_hub_name_table(config, head=head)
+    tensors = read_from_table(model.weights, table)
+    files = {"model": {}, "task": {}}
+    group_names = {"model": {"vars": "albert_backbone"}, "task": {}}
+    for entry in table:
+        file, path = _file_location(entry.source_name, config)
+        files[file][path] = tensors[entry.source_name]
+        layer = entry.source_name.rsplit("/", 1)[0]
+        group_names[file][path.rsplit("/", 1)[0]] = layer.rsplit("/", 1)[-1]
+    _write_weights_file(
+        os.path.join(directory, "model.weights.h5"), files["model"], group_names["model"]
+    )
+
+    preprocessor_json = None
+    if sentencepiece_model is not None:
+        tokenizer_json = _serialized(
+            "AlbertTokenizer",
+            "albert_tokenizer",
+            {
+                "config_file": "tokenizer.json",
+                "proto": None,
+                "sequence_length": None,
+                "add_bos": False,
+                "add_eos": False,
+            },
+            dtype="int32",
+        )
+        _write_json(os.path.join(directory, "tokenizer.json"), tokenizer_json)
+        asset = os.path.join(directory, TOKENIZER_ASSET)
+        os.makedirs(os.path.dirname(asset), exist_ok=True)
+        shutil.copyfile(sentencepiece_model, asset)
+        if head is not None:
+            class_name, module = _PREPROCESSORS[head]
+            preprocessor_json = _serialized(
+                class_name,
+                module,
+                {
+                    "tokenizer": tokenizer_json,
+                    "config_file": "preprocessor.json",
+                    "sequence_length": config.max_sequence_length,
+                    "truncate": "round_robin",
+                },
+            )
+            _write_json(os.path.join(directory, "preprocessor.json"), preprocessor_json)
+
+    if head is None:
+        return
+    task_config = {"backbone": backbone_json, "preprocessor": preprocessor_json}
+    if head == "classifier":
+        task_config.update(
+            num_classes=model.num_classes, activation="linear", dropout=model.dropout
+        )
+        task_module = "albert_text_classifier"
+    else:
+        task_module = "albert_masked_lm"
+    task_json = _serialized(task_class, task_module, task_config)
+    del task_json["config"]["trainable"], task_json["config"]["dtype"]
+    _write_json(os.path.join(directory, "task.json"), task_json)
+    files["task"]["optimizer/vars/0"] = np.array(0, "int64")
+    files["task"]["optimizer/vars/1"] = np.array(_TASK_OPTIMIZER_LEARNING_RATES[head], "float32")
+    _write_weights_file(
+        os.path.join(directory, "task.weights.h5"),
+        files["task"],
+        {**group_names["task"], "vars": task_module, "optimizer/vars": "adam"},
+    )
