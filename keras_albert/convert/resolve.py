@@ -21,6 +21,7 @@ heads gets fresh ones, and one printed line says so. `.keras` files are loaded w
 training state (`compile=False`): the weights, not the optimizer.
 """
 
+import contextlib
 import json
 import os
 import zipfile
@@ -85,6 +86,27 @@ _SENTENCEPIECE_KEYS = ("sentencepiece_model", "vocabulary")  # `vocabulary`: the
 
 class CheckpointNotFoundError(FileNotFoundError, ValueError):
     """A checkpoint path that does not exist (both a `FileNotFoundError` and a `ValueError`)."""
+
+
+class CorruptCheckpointError(ValueError):
+    """A checkpoint file that exists but cannot be read: cut short by an interrupted copy or
+    write, or not the format its name says."""
+
+
+@contextlib.contextmanager
+def _reading(path: str, what: str):
+    """Turns what a damaged file raises into one error naming it: h5py's `OSError` ("truncated
+    file"), zipfile's `BadZipFile`, TensorFlow's `DataLossError` ("not an sstable")."""
+    try:
+        yield
+    except (OSError, zipfile.BadZipFile, tf.errors.OpError) as error:
+        if isinstance(error, FileNotFoundError):
+            raise
+        detail = " ".join(str(getattr(error, "message", None) or error).split())
+        raise CorruptCheckpointError(
+            f"`source` must be a complete {what}: {path} is truncated or corrupt ({detail}). "
+            f"Received: source={path!r}"
+        ) from None
 
 
 def detect_format(source: str | os.PathLike) -> str:
@@ -278,14 +300,21 @@ def _as_kind(loaded, kind: str | None, num_classes: int | None, source: str):
 
 
 def _load_keras(path: str):
+    # Keras says "File not found" for a `.keras` file whose zip directory is cut off.
+    if not zipfile.is_zipfile(path):
+        raise CorruptCheckpointError(
+            f"`source` must be a complete .keras file (a zip archive): {path} is truncated or "
+            f"corrupt, or not a .keras file. Received: source={path!r}"
+        )
     # compile=False: the optimizer of a training output (Lamb, AdamW) is not what a caller
     # starting from these weights wants, and it spares restoring it.
-    return keras.models.load_model(path, compile=False)
+    with _reading(path, ".keras file"):
+        return keras.models.load_model(path, compile=False)
 
 
 def _keras_file_config(path: str) -> AlbertConfig:
     """The backbone's architecture from a `.keras` file's `config.json`, without its weights."""
-    with zipfile.ZipFile(path) as archive:
+    with _reading(path, ".keras file"), zipfile.ZipFile(path) as archive:
         saved = json.loads(archive.read("config.json"))
     backbone = _find_backbone_config(saved)
     if backbone is None:
@@ -314,7 +343,7 @@ def _load_weights_file(path: str, config: AlbertConfig, num_classes: int | None)
     """A model of the kind the `.weights.h5` file was saved from, with its weights."""
     # Keras keys a model's layers by their class (snake case), not their name: a pretrainer
     # holds `masked_lm_head`, a classifier `albert_backbone` beside its `dense` head.
-    with h5py.File(path, "r") as weights:
+    with _reading(path, ".weights.h5 file"), h5py.File(path, "r") as weights:
         layers = weights.get("layers", {})
         if "masked_lm_head" in layers:
             kind = "pretrainer"
@@ -325,7 +354,8 @@ def _load_weights_file(path: str, config: AlbertConfig, num_classes: int | None)
         else:
             kind = "backbone"
     model = _build(kind, config, num_classes)
-    model.load_weights(path)
+    with _reading(path, ".weights.h5 file"):
+        model.load_weights(path)
     return model
 
 
@@ -377,7 +407,8 @@ def _load_training_output(directory: str, config: AlbertConfig | str | None):
     checkpoint = _latest_training_checkpoint(directory)
     config = resolve_config(config) if config is not None else _recorded_config(directory)
     model = AlbertPretrainer(AlbertBackbone.from_albert_config(config))
-    status = tf.train.Checkpoint(model=model).restore(checkpoint)
+    with _reading(checkpoint, "TensorFlow checkpoint (its .index and .data files)"):
+        status = tf.train.Checkpoint(model=model).restore(checkpoint)
     status.expect_partial()  # the optimizer's slots and step are not wanted here
     status.assert_existing_objects_matched()  # but every weight of the model is
     print(f"keras_albert: loaded {checkpoint} (no pretrainer.keras in {directory}).")
@@ -424,7 +455,8 @@ def _load_tf1(path: str, kind: str | None, config, num_classes: int | None):
             f"A TF1 checkpoint prefix needs `config` (its albert_config.json): `config` must "
             f"be given. Received: source={path!r}, config=None"
         )
-    tensors = read_tf1_checkpoint(path)
+    with _reading(path, "TensorFlow checkpoint (its .index and .data files)"):
+        tensors = read_tf1_checkpoint(path)
     heads = tf1_heads(tensors)
     own = {
         "pretraining": "pretrainer",

@@ -11,6 +11,7 @@ from keras_albert import AlbertBackbone, AlbertClassifier, AlbertPretrainer, get
 from keras_albert.convert import (
     ACCEPTED_FORMS,
     CheckpointNotFoundError,
+    CorruptCheckpointError,
     detect_format,
     find_sentencepiece_model,
     load_checkpoint,
@@ -199,6 +200,36 @@ def test_weights_only_files_and_unrecorded_runs_need_config(tmp_path):
     with pytest.raises(ValueError, match="neither run.json nor summary.json records"):
         load_checkpoint(run)
     _assert_same_weights(load_checkpoint(run, config=CONFIG), _pretrainer())
+
+
+def _cut_in_half(path) -> None:
+    data = open(path, "rb").read()
+    with open(path, "wb") as file:
+        file.write(data[: len(data) // 2])
+
+
+@pytest.mark.parametrize("form", ["keras", "weights", "tf_checkpoint", "training_output"])
+def test_a_truncated_checkpoint_is_named_as_truncated(form, tmp_path):
+    """A file cut short (an interrupted copy) is refused naming it, never "File not found"."""
+    model = _pretrainer()
+    if form == "keras":
+        source = damaged = tmp_path / "model.keras"
+        model.save(source)
+    elif form == "weights":
+        source = damaged = tmp_path / "model.weights.h5"
+        model.save_weights(source)
+    else:
+        checkpoint = tf.train.Checkpoint(model=model)
+        manager = tf.train.CheckpointManager(checkpoint, str(tmp_path / "checkpoints"), 3)
+        prefix = manager.save(checkpoint_number=3)
+        source = prefix if form == "tf_checkpoint" else tmp_path
+        damaged = prefix + ".index"
+    _cut_in_half(damaged)
+    with pytest.raises(CorruptCheckpointError, match="truncated or corrupt") as error:
+        load_checkpoint(source, config=CONFIG)
+    message = str(error.value)
+    assert str(damaged).removesuffix(".index") in message
+    assert "not found" not in message.lower()
 
 
 def test_a_missing_path_is_not_found_and_an_unknown_one_lists_every_form(tmp_path):
