@@ -96,10 +96,11 @@ class CorruptCheckpointError(ValueError):
 @contextlib.contextmanager
 def _reading(path: str, what: str):
     """Turns what a damaged file raises into one error naming it: h5py's `OSError` ("truncated
-    file"), zipfile's `BadZipFile`, TensorFlow's `DataLossError` ("not an sstable")."""
+    file"), zipfile's `BadZipFile`, TensorFlow's `DataLossError` ("not an sstable") or, for a
+    checkpoint data file cut short, `IndexError` ("Read less bytes than requested")."""
     try:
         yield
-    except (OSError, zipfile.BadZipFile, tf.errors.OpError) as error:
+    except (OSError, zipfile.BadZipFile, tf.errors.OpError, IndexError) as error:
         if isinstance(error, FileNotFoundError):
             raise
         detail = " ".join(str(getattr(error, "message", None) or error).split())
