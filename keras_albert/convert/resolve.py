@@ -420,7 +420,17 @@ def _load_training_output(directory: str, config: AlbertConfig | str | None):
 
 
 def _load_hf(path: str, kind: str | None, num_classes: int | None):
-    hf_config, tensors = read_hf_directory(path)
+    # safetensors' SafetensorError (a cut file) is none of the types `_reading` knows.
+    try:
+        with _reading(path, "Hugging Face directory"):
+            hf_config, tensors = read_hf_directory(path)
+    except Exception as error:
+        if type(error).__name__ != "SafetensorError":
+            raise
+        raise CorruptCheckpointError(
+            f"`source` must be a complete Hugging Face directory: {path}/model.safetensors is "
+            f"truncated or corrupt ({error}). Received: source={path!r}"
+        ) from None
     architecture = (hf_config.get("architectures") or ["AlbertModel"])[0]
     require_one_of("architectures[0]", architecture, tuple(HF_ARCHITECTURES))
     own = HF_ARCHITECTURES[architecture]
@@ -434,12 +444,15 @@ def _load_hf(path: str, kind: str | None, num_classes: int | None):
     model = _build(own, AlbertConfig.from_hf_config(hf_config), num_classes, **head)
     # MaskedLM has neither the pooler nor the SOP head: they keep their initialization.
     allow_uninitialized = [r"^pooler/", r"^sentence_order_head/"]
-    fresh = load_hf_weights(
-        model,
-        tensors,
-        allow_uninitialized=allow_uninitialized if architecture == "AlbertForMaskedLM" else [],
-        ignore_heads=own == "backbone",
-    )
+    try:
+        fresh = load_hf_weights(
+            model,
+            tensors,
+            allow_uninitialized=allow_uninitialized if architecture == "AlbertForMaskedLM" else [],
+            ignore_heads=own == "backbone",
+        )
+    except ValueError as error:
+        raise ValueError(f"{path}: {error}") from None  # which directory lacks the tensors
     if fresh:
         print(
             f"keras_albert: {len(fresh)} weights are not in {path} and keep their fresh "

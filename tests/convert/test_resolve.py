@@ -269,3 +269,22 @@ def test_find_sentencepiece_model_beside_the_checkpoint_or_named_by_the_run(tmp_
         assert find_sentencepiece_model(run / "pretrainer.keras") == "/spm/austen.model"
     assert find_sentencepiece_model("albert_base_v2") is None
     assert find_sentencepiece_model(None) is None
+
+
+def test_a_hugging_face_directory_missing_a_weight_or_cut_short_is_named(tmp_path):
+    from safetensors.numpy import load_file, save_file
+
+    save_checkpoint(_pretrainer(), tmp_path / "hf", format="hf")
+    weights = tmp_path / "hf" / "model.safetensors"
+    tensors = load_file(weights)
+    missing = sorted(tensors)[0]
+    save_file({k: v for k, v in tensors.items() if k != missing}, weights)
+    with pytest.raises(ValueError) as error:
+        load_checkpoint(tmp_path / "hf")
+    message = " ".join(str(error.value).split())
+    assert message.startswith(f"{tmp_path / 'hf'}: ") and f"missing tensor '{missing}'" in message
+
+    _cut_in_half(weights)
+    with pytest.raises(CorruptCheckpointError, match="truncated or corrupt") as error:
+        load_checkpoint(tmp_path / "hf")
+    assert str(tmp_path / "hf") in str(error.value)
