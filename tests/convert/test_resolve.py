@@ -1,6 +1,7 @@
 """The checkpoint resolver: every accepted source → the model asked for, with its weights."""
 
 import json
+import os
 
 import keras
 import numpy as np
@@ -288,3 +289,15 @@ def test_a_hugging_face_directory_missing_a_weight_or_cut_short_is_named(tmp_pat
     with pytest.raises(CorruptCheckpointError, match="truncated or corrupt") as error:
         load_checkpoint(tmp_path / "hf")
     assert str(tmp_path / "hf") in str(error.value)
+
+
+def test_a_hugging_face_directory_is_written_with_the_umasks_permissions(tmp_path):
+    """safetensors writes through a private temporary file (0o600): a server or a colleague
+    running as another user could not read the converted weights."""
+    previous = os.umask(0o022)
+    try:
+        save_checkpoint(_pretrainer(), tmp_path / "hf", format="hf")
+    finally:
+        os.umask(previous)
+    for name in ("model.safetensors", "config.json"):
+        assert os.stat(tmp_path / "hf" / name).st_mode & 0o777 == 0o644, name
