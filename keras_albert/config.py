@@ -14,6 +14,7 @@ import os
 from keras_albert.validation import (
     ACTIVATIONS,
     require_divisible,
+    require_number,
     require_one_of,
     require_positive_int,
     require_rate,
@@ -99,6 +100,10 @@ class AlbertConfig:
         require_divisible("num_layers", self.num_layers, "num_groups", self.num_groups)
         require_one_of("activation", self.activation, ACTIVATIONS)
         require_one_of("sharing", self.sharing, SHARING_MODES)
+        # A number first: a string from a hand-edited JSON would fail the comparisons below
+        # with a TypeError that names neither the field nor the file.
+        require_number("initializer_range", self.initializer_range)
+        require_number("layer_norm_epsilon", self.layer_norm_epsilon)
         if self.initializer_range <= 0:
             raise ValueError(
                 f"`initializer_range` must be positive. Received: {self.initializer_range!r}"
@@ -142,13 +147,22 @@ class AlbertConfig:
 
     @classmethod
     def from_json(cls, path_or_text: str | os.PathLike) -> "AlbertConfig":
-        """Reads our JSON, the original `albert_config.json` or a Hugging Face `config.json`."""
+        """Reads our JSON, the original `albert_config.json` or a Hugging Face `config.json`.
+
+        An error names the file (a field's wrong type or value, JSON that does not parse).
+        """
         values = _read_json(path_or_text)
-        if values.get("model_type") == "albert" or "architectures" in values:
-            return cls.from_hf_config(values)
-        if "vocab_size" in values:
-            return cls.from_original_config(values)
-        return cls.from_dict(values)
+        try:
+            if values.get("model_type") == "albert" or "architectures" in values:
+                return cls.from_hf_config(values)
+            if "vocab_size" in values:
+                return cls.from_original_config(values)
+            return cls.from_dict(values)
+        # TypeError: e.g. a number where the dialect's code expects a string.
+        except (ValueError, TypeError) as error:
+            if _is_json_text(path_or_text):
+                raise
+            raise ValueError(f"{os.fspath(path_or_text)}: {error}") from None
 
     # google-research/albert `albert_config.json`.
     @classmethod
@@ -265,12 +279,19 @@ def _fields_from_original(values: dict, defaults: dict) -> dict:
     }
 
 
+def _is_json_text(path_or_text) -> bool:
+    return str(path_or_text).lstrip().startswith("{")
+
+
 def _read_json(path_or_text) -> dict:
-    text = str(path_or_text)
-    if not text.lstrip().startswith("{"):
+    text, where = str(path_or_text), "the text"
+    if not _is_json_text(path_or_text):
         with open(path_or_text, encoding="utf-8") as f:
-            text = f.read()
-    values = json.loads(text)
+            text, where = f.read(), os.fspath(path_or_text)
+    try:
+        values = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"An ALBERT config must be JSON: {where} is not ({error}).") from None
     if not isinstance(values, dict):
         raise ValueError(f"Expected a JSON object for an ALBERT config. Received: {text[:200]!r}")
     return values

@@ -73,7 +73,13 @@ def require_file(name: str, path) -> None:
     """An existing file: "not found" when nothing is there, "not a file" for a directory."""
     if path is None or not os.path.exists(path):
         raise ValueError(f"`{name}` must be an existing file; not found. Received: {name}={path!r}")
-    if not os.path.isfile(path):
+    require_not_directory(name, path)
+
+
+def require_not_directory(name: str, path, isdir=os.path.isdir) -> None:
+    """A path where a file is expected, not a directory (`isdir`: e.g. `tf.io.gfile.isdir`, for
+    paths on any file system TensorFlow registers)."""
+    if path is not None and isdir(path):
         raise ValueError(f"`{name}` must be a file, not a directory. Received: {name}={path!r}")
 
 

@@ -130,3 +130,41 @@ def test_hugging_face_config_json():
     assert AlbertConfig.from_hf_config(back.to_dict()) == config
     with pytest.raises(ValueError, match="sharing='none'"):
         tiny_config(sharing="none").to_hf_config()
+
+
+@pytest.mark.parametrize(
+    "dialect, key, value, expected",
+    [
+        ("ours", "num_layers", "2", "`num_layers` must be a positive integer. Received: "
+                                    "num_layers='2'"),
+        ("ours", "layer_norm_epsilon", "1e-12",
+         "`layer_norm_epsilon` must be a number in [-inf, inf]. Received: "
+         "layer_norm_epsilon='1e-12'"),
+        ("ours", "initializer_range", None, "`initializer_range` must be a number"),
+        ("hf", "layer_norm_eps", "x", "`layer_norm_epsilon` must be a number"),
+        ("original", "hidden_dropout_prob", "0.1", "`dropout` must be a float in [0, 1)."),
+    ],
+)  # fmt: skip
+def test_a_config_file_with_a_wrong_field_type_is_one_error_naming_it(
+    tmp_path, dialect, key, value, expected
+):
+    config = AlbertConfig(num_layers=2, hidden_dim=8, intermediate_dim=16, num_heads=2)
+    values = {
+        "ours": config.to_dict,
+        "hf": config.to_hf_config,
+        "original": config.to_original_config,
+    }[dialect]()
+    values[key] = value
+    path = tmp_path / "albert_config.json"
+    path.write_text(json.dumps(values))
+    with pytest.raises(ValueError) as error:
+        AlbertConfig.from_json(path)
+    assert str(error.value).startswith(f"{path}: {expected}")
+
+
+def test_a_config_file_that_is_not_json_is_named(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text('{"num_layers": 2,}')
+    with pytest.raises(ValueError) as error:
+        AlbertConfig.from_json(path)
+    assert str(error.value).startswith(f"An ALBERT config must be JSON: {path} is not (Expecting")

@@ -103,6 +103,18 @@ def test_finetuning_output_dir_that_is_a_file(tmp_path):
     assert taken.read_text() == "keep me"
 
 
+def test_finetuning_data_that_is_a_directory(tmp_path):
+    result = run(
+        "finetune", "--task", "SST-2", "--train-data", tmp_path, "--eval-data", tmp_path,
+        "--preset", "albert_base_v2", "--sentencepiece-model", ALBERT_SPM,
+        "--output-dir", tmp_path / "run",
+    )  # fmt: skip
+    line = error_line(result)
+    assert line == (
+        f"error: `train_data` must be a file, not a directory. Received: train_data='{tmp_path}'"
+    )
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("localhost", 0))

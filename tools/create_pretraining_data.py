@@ -45,7 +45,8 @@ class DataToolOptions:
     """What the tool reads and writes, and how many processes do the work.
 
     Args:
-        inputs: text files, directories (walked) or globs.
+        inputs: text files, directories (walked for *.txt, *.text, *.raw and names without an
+            extension; not README, NOTICE, LICENSE or hidden files) or globs.
         output_dir: the directory the shards are written to (created).
         sentencepiece_model: the SentencePiece model (e.g. 30k-clean.model).
         file_prefix: shards are FILE_PREFIX-0000i-of-0000N.tfrecord.

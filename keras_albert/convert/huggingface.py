@@ -24,6 +24,7 @@ from keras_albert.models import (
     AlbertTokenClassifier,
 )
 from keras_albert.models.question_answerer import AlbertQuestionAnswerer
+from keras_albert.text.files import apply_umask
 
 # HF architecture name → the kind of model we build for it.
 HF_ARCHITECTURES = {
@@ -314,3 +315,4 @@ def write_hf_directory(model, path: str | os.PathLike) -> None:
         json.dump(hf_config, f, indent=2, sort_keys=True)
     tensors = hf_weights_from_model(model)
     save_file(tensors, os.path.join(path, "model.safetensors"), metadata={"format": "pt"})
+    apply_umask(os.path.join(path, "model.safetensors"))

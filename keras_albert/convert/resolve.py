@@ -23,6 +23,7 @@ heads gets fresh ones, and one printed line says so. `.keras` files are loaded w
 training state (`compile=False`): the weights, not the optimizer.
 """
 
+import contextlib
 import json
 import os
 import zipfile
@@ -104,6 +105,28 @@ _SENTENCEPIECE_KEYS = ("sentencepiece_model", "vocabulary")  # `vocabulary`: the
 
 class CheckpointNotFoundError(FileNotFoundError, ValueError):
     """A checkpoint path that does not exist (both a `FileNotFoundError` and a `ValueError`)."""
+
+
+class CorruptCheckpointError(ValueError):
+    """A checkpoint file that exists but cannot be read: cut short by an interrupted copy or
+    write, or not the format its name says."""
+
+
+@contextlib.contextmanager
+def _reading(path: str, what: str):
+    """Turns what a damaged file raises into one error naming it: h5py's `OSError` ("truncated
+    file"), zipfile's `BadZipFile`, TensorFlow's `DataLossError` ("not an sstable") or, for a
+    checkpoint data file cut short, `IndexError` ("Read less bytes than requested")."""
+    try:
+        yield
+    except (OSError, zipfile.BadZipFile, tf.errors.OpError, IndexError) as error:
+        if isinstance(error, FileNotFoundError):
+            raise
+        detail = " ".join(str(getattr(error, "message", None) or error).split())
+        raise CorruptCheckpointError(
+            f"`source` must be a complete {what}: {path} is truncated or corrupt ({detail}). "
+            f"Received: source={path!r}"
+        ) from None
 
 
 def detect_format(source: str | os.PathLike) -> str:
@@ -306,14 +329,21 @@ def _as_kind(loaded, kind: str | None, num_classes: int | None, source: str):
 
 
 def _load_keras(path: str):
+    # Keras says "File not found" for a `.keras` file whose zip directory is cut off.
+    if not zipfile.is_zipfile(path):
+        raise CorruptCheckpointError(
+            f"`source` must be a complete .keras file (a zip archive): {path} is truncated or "
+            f"corrupt, or not a .keras file. Received: source={path!r}"
+        )
     # compile=False: the optimizer of a training output (Lamb, AdamW) is not what a caller
     # starting from these weights wants, and it spares restoring it.
-    return keras.models.load_model(path, compile=False)
+    with _reading(path, ".keras file"):
+        return keras.models.load_model(path, compile=False)
 
 
 def _keras_file_config(path: str) -> AlbertConfig:
     """The backbone's architecture from a `.keras` file's `config.json`, without its weights."""
-    with zipfile.ZipFile(path) as archive:
+    with _reading(path, ".keras file"), zipfile.ZipFile(path) as archive:
         saved = json.loads(archive.read("config.json"))
     backbone = _find_backbone_config(saved)
     if backbone is None:
@@ -342,7 +372,7 @@ def _load_weights_file(path: str, config: AlbertConfig, num_classes: int | None)
     """A model of the kind the `.weights.h5` file was saved from, with its weights."""
     # Keras keys a model's layers by their class (snake case), not their name: a pretrainer
     # holds `masked_lm_head`, a classifier `albert_backbone` beside its `dense` head.
-    with h5py.File(path, "r") as weights:
+    with _reading(path, ".weights.h5 file"), h5py.File(path, "r") as weights:
         layers = weights.get("layers", {})
         if "masked_lm_head" in layers:
             kind = "pretrainer"
@@ -353,7 +383,8 @@ def _load_weights_file(path: str, config: AlbertConfig, num_classes: int | None)
         else:
             kind = "backbone"
     model = _build(kind, config, num_classes)
-    model.load_weights(path)
+    with _reading(path, ".weights.h5 file"):
+        model.load_weights(path)
     return model
 
 
@@ -405,7 +436,8 @@ def _load_training_output(directory: str, config: AlbertConfig | str | None):
     checkpoint = _latest_training_checkpoint(directory)
     config = resolve_config(config) if config is not None else _recorded_config(directory)
     model = AlbertPretrainer(AlbertBackbone.from_albert_config(config))
-    status = tf.train.Checkpoint(model=model).restore(checkpoint)
+    with _reading(checkpoint, "TensorFlow checkpoint (its .index and .data files)"):
+        status = tf.train.Checkpoint(model=model).restore(checkpoint)
     status.expect_partial()  # the optimizer's slots and step are not wanted here
     status.assert_existing_objects_matched()  # but every weight of the model is
     print(f"keras_albert: loaded {checkpoint} (no pretrainer.keras in {directory}).")
@@ -416,7 +448,17 @@ def _load_training_output(directory: str, config: AlbertConfig | str | None):
 
 
 def _load_hf(path: str, kind: str | None, num_classes: int | None):
-    hf_config, tensors = read_hf_directory(path)
+    # safetensors' SafetensorError (a cut file) is none of the types `_reading` knows.
+    try:
+        with _reading(path, "Hugging Face directory"):
+            hf_config, tensors = read_hf_directory(path)
+    except Exception as error:
+        if type(error).__name__ != "SafetensorError":
+            raise
+        raise CorruptCheckpointError(
+            f"`source` must be a complete Hugging Face directory: {path}/model.safetensors is "
+            f"truncated or corrupt ({error}). Received: source={path!r}"
+        ) from None
     architecture = (hf_config.get("architectures") or ["AlbertModel"])[0]
     require_one_of("architectures[0]", architecture, tuple(HF_ARCHITECTURES))
     own = HF_ARCHITECTURES[architecture]
@@ -430,12 +472,15 @@ def _load_hf(path: str, kind: str | None, num_classes: int | None):
     model = _build(own, AlbertConfig.from_hf_config(hf_config), num_classes, **head)
     # MaskedLM has neither the pooler nor the SOP head: they keep their initialization.
     allow_uninitialized = [r"^pooler/", r"^sentence_order_head/"]
-    fresh = load_hf_weights(
-        model,
-        tensors,
-        allow_uninitialized=allow_uninitialized if architecture == "AlbertForMaskedLM" else [],
-        ignore_heads=own == "backbone",
-    )
+    try:
+        fresh = load_hf_weights(
+            model,
+            tensors,
+            allow_uninitialized=allow_uninitialized if architecture == "AlbertForMaskedLM" else [],
+            ignore_heads=own == "backbone",
+        )
+    except ValueError as error:
+        raise ValueError(f"{path}: {error}") from None  # which directory lacks the tensors
     if fresh:
         print(
             f"keras_albert: {len(fresh)} weights are not in {path} and keep their fresh "
@@ -452,7 +497,8 @@ def _load_tf1(path: str, kind: str | None, config, num_classes: int | None):
             f"A TF1 checkpoint prefix needs `config` (its albert_config.json): `config` must "
             f"be given. Received: source={path!r}, config=None"
         )
-    tensors = read_tf1_checkpoint(path)
+    with _reading(path, "TensorFlow checkpoint (its .index and .data files)"):
+        tensors = read_tf1_checkpoint(path)
     heads = tf1_heads(tensors)
     own = {
         "pretraining": "pretrainer",

@@ -24,6 +24,7 @@ from keras_albert.export.saved_model import SERVE_TOKEN_IDS, SERVING_DEFAULT
 from keras_albert.export.task_serving import (
     TaskServingModule,
     concrete,
+    same_batch_size,
     string_spec,
     token_specs,
 )
@@ -85,7 +86,10 @@ class MultipleChoiceServingModule(TaskServingModule):
 
     def _build_endpoints(self) -> dict:
         def serve_text(article, question, options):
-            return self.outputs(self.pack(article, question, options))
+            inputs = same_batch_size(
+                SERVING_DEFAULT, article=article, question=question, options=options
+            )
+            return self.outputs(self.pack(**inputs))
 
         def serve_token_ids(token_ids, segment_ids, padding_mask):
             inputs = self.checked_token_inputs(token_ids, segment_ids, padding_mask)

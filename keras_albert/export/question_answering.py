@@ -34,6 +34,7 @@ from keras_albert.export.saved_model import SERVE_TOKEN_IDS, SERVING_DEFAULT
 from keras_albert.export.task_serving import (
     TaskServingModule,
     concrete,
+    same_batch_size,
     string_spec,
     token_specs,
 )
@@ -133,7 +134,8 @@ class QuestionAnsweringServingModule(TaskServingModule):
 
     def _build_endpoints(self) -> dict:
         def serve_text(question, context):
-            return self.answer(question, context)
+            inputs = same_batch_size(SERVING_DEFAULT, question=question, context=context)
+            return self.answer(**inputs)
 
         def serve_token_ids(token_ids, segment_ids, padding_mask):
             inputs = self.checked_token_inputs(token_ids, segment_ids, padding_mask)

@@ -18,6 +18,7 @@ automatically, and an existing version is never overwritten.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import itertools
 import os
 import shutil
@@ -43,7 +44,7 @@ from keras_albert.export.saved_model import (
     AlbertServingModule,
     model_task,
 )
-from keras_albert.text.files import write_text_atomically
+from keras_albert.text.files import apply_umask, write_text_atomically
 from keras_albert.text.tokenizer import AlbertTokenizer
 from keras_albert.validation import require_file, require_int, require_positive_int
 
@@ -89,28 +90,48 @@ def write_version(
     """Calls `write(directory)` on a hidden directory, then renames it to `<model_dir>/<version>`.
 
     Returns the version's path. If `write` fails (or the process dies) no integer-named
-    directory appears; the hidden one is removed on an exception.
+    directory appears; the hidden one is removed on an exception. Without `version`, an
+    exporter that another one (of the same `model_dir`) beats to the number it chose takes the
+    next free one. The version directory gets the process umask's permissions.
     """
     model_dir = os.fspath(model_dir)
     os.makedirs(model_dir, exist_ok=True)
-    if version is None:
+    chosen = version is None
+    if chosen:
         version = next_version(model_dir)
     require_int("version", version, 0)
+    _require_free(model_dir, version)
+    # A leading dot and a non-integer name: the server's version scan skips it.
+    temporary = tempfile.mkdtemp(prefix=f".partial-{version}-", dir=model_dir)
+    try:
+        write(temporary)
+        apply_umask(temporary)  # mkdtemp's 0o700 would hide the version from the server's user
+        while True:
+            final = os.path.join(model_dir, str(version))
+            try:
+                os.rename(temporary, final)
+                return final
+            except OSError as error:
+                # Another exporter renamed its version to this number since it was chosen
+                # (a directory renamed onto a non-empty one: ENOTEMPTY, or EEXIST).
+                if error.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                    raise
+                if not chosen:
+                    _require_free(model_dir, version)
+                    raise
+                version = next_version(model_dir)
+    except BaseException:
+        shutil.rmtree(temporary, ignore_errors=True)
+        raise
+
+
+def _require_free(model_dir: str, version: int) -> None:
     final = os.path.join(model_dir, str(version))
     if os.path.exists(final):
         raise FileExistsError(
             f"Version {version} already exists at {final!r}; versions are never overwritten "
             f"(next free version: {next_version(model_dir)})"
         )
-    # A leading dot and a non-integer name: the server's version scan skips it.
-    temporary = tempfile.mkdtemp(prefix=f".partial-{version}-", dir=model_dir)
-    try:
-        write(temporary)
-        os.rename(temporary, final)
-    except BaseException:
-        shutil.rmtree(temporary, ignore_errors=True)
-        raise
-    return final
 
 
 # ------------------------------------------------------------------------------------------

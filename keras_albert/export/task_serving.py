@@ -95,3 +95,26 @@ def string_spec(*shape) -> tf.TensorSpec:
 
 def token_specs(rank: int = 2) -> dict:
     return {name: tf.TensorSpec([None] * rank, tf.int32) for name in TOKEN_INPUTS}
+
+
+def same_batch_size(endpoint: str, **inputs: tf.Tensor) -> dict[str, tf.Tensor]:
+    """`inputs`, once their batch sizes (first dimensions) agree; else an InvalidArgumentError
+    that names the inputs and both sizes, instead of the shape error of whichever op first
+    combines them (`Incompatible shapes … [[node sub_18]]`). Stock ops only (Assert)."""
+    (first, reference), *others = inputs.items()
+    size = tf.shape(reference)[0]
+    checks = [
+        tf.debugging.Assert(
+            tf.equal(size, tf.shape(value)[0]),
+            [
+                f"{endpoint}: `{first}` and `{name}` must have the same batch size.",
+                f"`{first}` batch size:",
+                size,
+                f"`{name}` batch size:",
+                tf.shape(value)[0],
+            ],
+        )
+        for name, value in others
+    ]
+    with tf.control_dependencies(checks):
+        return {name: tf.identity(value) for name, value in inputs.items()}

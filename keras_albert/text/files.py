@@ -26,6 +26,27 @@ def write_text_atomically(path: str | os.PathLike, text: str) -> None:
         raise
 
 
+def umask() -> int:
+    """The process umask: from /proc on Linux (thread-safe), else by setting it and back."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def apply_umask(path: str | os.PathLike) -> None:
+    """Gives `path` the permissions a plain `open` or `mkdir` would have given it under the
+    process umask: `tempfile` (and safetensors, through Rust's tempfile) creates private
+    0o700 directories and 0o600 files, which a server running as another user cannot read."""
+    os.chmod(path, (0o777 if os.path.isdir(path) else 0o666) & ~umask())
+
+
 def is_remote(path: str) -> bool:
     """Whether `path` names a file system by scheme (`gs://bucket/...`, `ram://...`)."""
     return "://" in os.fspath(path)

@@ -75,6 +75,12 @@ def _load_model(proto: str | os.PathLike | bytes) -> bytes:
     path = os.fspath(proto)
     if not tf.io.gfile.exists(path):
         raise FileNotFoundError(f"SentencePiece model or vocabulary file not found: {path!r}")
+    if tf.io.gfile.isdir(path):
+        raise ValueError(
+            f"`proto` (the SentencePiece model or WordPiece vocabulary) must be a file, not a "
+            "directory. "
+            f"Received: proto={path!r}"
+        )
     with tf.io.gfile.GFile(path, "rb") as file:
         return file.read()
 
@@ -154,9 +160,12 @@ class AlbertTokenizer(tf.Module):
         try:
             processor.LoadFromSerializedProto(model)
         except (RuntimeError, OSError) as error:
-            source = proto if not isinstance(proto, bytes) else f"<{len(proto)} bytes>"
+            source = os.fspath(proto) if not isinstance(proto, bytes) else f"<{len(proto)} bytes>"
+            # sentencepiece says only "ParseFromArray" failed: say what the file is not.
+            detail = " ".join(str(error).split())
             raise ValueError(
-                f"Could not load a SentencePiece model from {source!r}: {error}"
+                f"Could not load a SentencePiece model from {source!r}: it is not a "
+                f"SentencePiece model file (a text file? cut short?) ({detail})"
             ) from None
         self._processor = processor
 

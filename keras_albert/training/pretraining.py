@@ -194,9 +194,8 @@ def pretrain(options: PretrainingOptions) -> dict:
             checkpoint, save_dir, max_to_keep=options.keep_checkpoints
         )
         resumed_from = None
-        latest = tf.train.latest_checkpoint(checkpoints_dir)
+        latest = run_directory.restore_latest_intact(checkpoint, checkpoints_dir)
         if latest:
-            checkpoint.restore(latest).assert_existing_objects_matched()
             resumed_from = int(optimizer.iterations.numpy())
             print(f"keras_albert: resuming from {latest} (step {resumed_from})")
         elif init_model is not None:

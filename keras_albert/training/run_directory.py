@@ -99,3 +99,38 @@ def write_run_file(output_dir: str, current: dict) -> None:
     """Records the run-defining options, once every input check has passed."""
     text = json.dumps(current, indent=2, sort_keys=True) + "\n"
     write_text_atomically(os.path.join(output_dir, RUN_FILE), text)
+
+
+def restore_latest_intact(checkpoint: tf.train.Checkpoint, checkpoints_dir: str) -> str | None:
+    """Restores the newest checkpoint of `checkpoints_dir` that reads, and returns it (None:
+    there is none).
+
+    A registered checkpoint can still be unreadable: its `.index` or data file cut short by a
+    copy, a full disk or a file system that lost the tail. Such a one is skipped for the one
+    before it, with one printed line; when none reads, one error names them all. A checkpoint
+    that reads but does not fit the model is not skipped: that is a different run.
+    """
+    state = tf.train.get_checkpoint_state(checkpoints_dir)
+    if state is None or not state.model_checkpoint_path:
+        return None
+    newest_first = list(reversed(state.all_model_checkpoint_paths)) or [state.model_checkpoint_path]
+    unreadable = []
+    for path in newest_first:
+        try:
+            checkpoint.restore(path).assert_existing_objects_matched()
+        # A cut `.index` raises DataLossError ("not an sstable"); a cut data file, IndexError
+        # ("Read less bytes than requested").
+        except (tf.errors.OpError, IndexError) as error:
+            detail = " ".join(str(getattr(error, "message", error)).split())
+            unreadable.append(f"{path} ({detail})")
+            continue
+        if unreadable:
+            print(
+                f"keras_albert: {unreadable[0]} is unreadable (truncated or corrupt); resuming "
+                f"from the previous checkpoint {path}."
+            )
+        return path
+    raise ValueError(
+        f"No checkpoint of {checkpoints_dir} can be read (truncated or corrupt): "
+        f"{'; '.join(unreadable)}. Remove them to start over, or restore the files."
+    )

@@ -1,6 +1,7 @@
 """The checkpoint resolver: every accepted source → the model asked for, with its weights."""
 
 import json
+import os
 
 import keras
 import numpy as np
@@ -11,6 +12,7 @@ from keras_albert import AlbertBackbone, AlbertClassifier, AlbertPretrainer, get
 from keras_albert.convert import (
     ACCEPTED_FORMS,
     CheckpointNotFoundError,
+    CorruptCheckpointError,
     detect_format,
     find_sentencepiece_model,
     load_checkpoint,
@@ -201,6 +203,36 @@ def test_weights_only_files_and_unrecorded_runs_need_config(tmp_path):
     _assert_same_weights(load_checkpoint(run, config=CONFIG), _pretrainer())
 
 
+def _cut_in_half(path) -> None:
+    data = open(path, "rb").read()
+    with open(path, "wb") as file:
+        file.write(data[: len(data) // 2])
+
+
+@pytest.mark.parametrize("form", ["keras", "weights", "tf_checkpoint", "training_output"])
+def test_a_truncated_checkpoint_is_named_as_truncated(form, tmp_path):
+    """A file cut short (an interrupted copy) is refused naming it, never "File not found"."""
+    model = _pretrainer()
+    if form == "keras":
+        source = damaged = tmp_path / "model.keras"
+        model.save(source)
+    elif form == "weights":
+        source = damaged = tmp_path / "model.weights.h5"
+        model.save_weights(source)
+    else:
+        checkpoint = tf.train.Checkpoint(model=model)
+        manager = tf.train.CheckpointManager(checkpoint, str(tmp_path / "checkpoints"), 3)
+        prefix = manager.save(checkpoint_number=3)
+        source = prefix if form == "tf_checkpoint" else tmp_path
+        damaged = prefix + ".index"
+    _cut_in_half(damaged)
+    with pytest.raises(CorruptCheckpointError, match="truncated or corrupt") as error:
+        load_checkpoint(source, config=CONFIG)
+    message = str(error.value)
+    assert str(damaged).removesuffix(".index") in message
+    assert "not found" not in message.lower()
+
+
 def test_a_missing_path_is_not_found_and_an_unknown_one_lists_every_form(tmp_path):
     missing = tmp_path / "nothing-here.keras"
     with pytest.raises(CheckpointNotFoundError, match="not found") as error:
@@ -238,3 +270,34 @@ def test_find_sentencepiece_model_beside_the_checkpoint_or_named_by_the_run(tmp_
         assert find_sentencepiece_model(run / "pretrainer.keras") == "/spm/austen.model"
     assert find_sentencepiece_model("albert_base_v2") is None
     assert find_sentencepiece_model(None) is None
+
+
+def test_a_hugging_face_directory_missing_a_weight_or_cut_short_is_named(tmp_path):
+    from safetensors.numpy import load_file, save_file
+
+    save_checkpoint(_pretrainer(), tmp_path / "hf", format="hf")
+    weights = tmp_path / "hf" / "model.safetensors"
+    tensors = load_file(weights)
+    missing = sorted(tensors)[0]
+    save_file({k: v for k, v in tensors.items() if k != missing}, weights)
+    with pytest.raises(ValueError) as error:
+        load_checkpoint(tmp_path / "hf")
+    message = " ".join(str(error.value).split())
+    assert message.startswith(f"{tmp_path / 'hf'}: ") and f"missing tensor '{missing}'" in message
+
+    _cut_in_half(weights)
+    with pytest.raises(CorruptCheckpointError, match="truncated or corrupt") as error:
+        load_checkpoint(tmp_path / "hf")
+    assert str(tmp_path / "hf") in str(error.value)
+
+
+def test_a_hugging_face_directory_is_written_with_the_umasks_permissions(tmp_path):
+    """safetensors writes through a private temporary file (0o600): a server or a colleague
+    running as another user could not read the converted weights."""
+    previous = os.umask(0o022)
+    try:
+        save_checkpoint(_pretrainer(), tmp_path / "hf", format="hf")
+    finally:
+        os.umask(previous)
+    for name in ("model.safetensors", "config.json"):
+        assert os.stat(tmp_path / "hf" / name).st_mode & 0o777 == 0o644, name

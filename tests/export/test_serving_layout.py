@@ -61,6 +61,54 @@ def test_versions_are_automatic_and_never_overwritten(tmp_path):
     assert sorted(os.listdir(model_dir)) == ["1", "10", "2"]
 
 
+@pytest.mark.parametrize("version", [None, 5])
+def test_two_exporters_racing_for_one_version(tmp_path, version):
+    """Both choose their version before either renames (the barrier): without `version` the
+    loser takes the next number; with one, it is refused with one line."""
+    import threading
+
+    model_dir = tmp_path / "model"
+    both_chosen = threading.Barrier(2)
+    results = {}
+
+    def export(text):
+        def write(directory):
+            _write_marker(text)(directory)
+            both_chosen.wait(timeout=30)
+
+        try:
+            results[text] = write_version(model_dir, write, version)
+        except FileExistsError as error:
+            results[text] = error
+
+    threads = [threading.Thread(target=export, args=(text,)) for text in ("a", "b")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    if version is None:
+        assert sorted(results.values()) == [str(model_dir / "1"), str(model_dir / "2")]
+        for text, path in results.items():
+            assert open(os.path.join(path, "marker.txt")).read() == text
+        assert sorted(os.listdir(model_dir)) == ["1", "2"]
+    else:
+        errors = [r for r in results.values() if isinstance(r, FileExistsError)]
+        assert len(errors) == 1 and "Version 5 already exists" in str(errors[0])
+        assert sorted(os.listdir(model_dir)) == ["5"]  # the loser's hidden directory removed
+
+
+@pytest.mark.parametrize("mask, directory_mode, file_mode", [(0o022, 0o755, 0o644),
+                                                             (0o027, 0o750, 0o640)])  # fmt: skip
+def test_a_version_directory_has_the_umasks_permissions(tmp_path, mask, directory_mode, file_mode):
+    previous = os.umask(mask)
+    try:
+        path = write_version(tmp_path / "model", _write_marker("x"))
+    finally:
+        os.umask(previous)
+    assert os.stat(path).st_mode & 0o777 == directory_mode  # not mkdtemp's 0o700
+    assert os.stat(os.path.join(path, "marker.txt")).st_mode & 0o777 == file_mode
+
+
 def test_a_failure_midway_leaves_no_version_and_the_previous_one_untouched(
     served, monkeypatch, tmp_path
 ):

@@ -22,6 +22,7 @@ from tensorflow_serving.apis import prediction_log_pb2
 
 from keras_albert import AlbertBackbone
 from keras_albert.export import requests as serving_requests
+from keras_albert.export.multiple_choice import MultipleChoiceServingModule
 from keras_albert.export.question_answering import QuestionAnsweringServingModule
 from keras_albert.export.serving_layout import export_for_serving
 from keras_albert.finetuning.ner.features import (
@@ -620,3 +621,39 @@ def test_client_sends_task_inputs_over_rest(task_served):
     finally:
         server.shutdown()
     assert "multiple of 2" in fields_columns("question,context", ["a", "b", "c"])
+
+
+def test_inputs_of_different_batch_sizes_are_refused_naming_both():
+    """Checked on the endpoints in process: the check is an Assert op of the signature."""
+    tokenizer = AlbertTokenizer(ALBERT_MODEL)
+    backbone = AlbertBackbone(**SIZES)
+    qa = QuestionAnsweringServingModule(
+        AlbertQuestionAnswerer(backbone), tokenizer, 128, **QA_OPTIONS
+    )
+    with pytest.raises(tf.errors.InvalidArgumentError) as error:
+        qa.endpoints["serving_default"](
+            question=tf.constant(["Who?", "Where?"]), context=tf.constant(["Jane wrote it."] * 3)
+        )
+    message = " ".join(error.value.message.split())
+    assert "serving_default: `question` and `context` must have the same batch size" in message
+    assert "[`question` batch size:] [2] [`context` batch size:] [3]" in message
+
+    race = MultipleChoiceServingModule(AlbertMultipleChoice(backbone), tokenizer, 64)
+    options = tf.constant([["a", "b", "c", "d"]] * 2)
+    for article, question, other in (
+        (["Some text."] * 3, ["Which?"] * 2, "question"),
+        (["Some text."] * 2, ["Which?"] * 1, "question"),
+        (["Some text."] * 1, ["Which?"] * 1, "options"),
+    ):
+        with pytest.raises(tf.errors.InvalidArgumentError) as error:
+            race.endpoints["serving_default"](
+                article=tf.constant(article), question=tf.constant(question), options=options
+            )
+        message = " ".join(error.value.message.split())
+        assert f"`article` and `{other}` must have the same batch size" in message
+    # Agreeing batches still answer.
+    answered = race.endpoints["serving_default"](
+        article=tf.constant(["Some text."] * 2), question=tf.constant(["Which?"] * 2),
+        options=options,
+    )  # fmt: skip
+    assert answered["probabilities"].shape == (2, 4)

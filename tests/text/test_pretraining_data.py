@@ -284,7 +284,7 @@ def test_bad_inputs_are_skipped_and_counted(tokenizer, tmp_path):
         ("binary.bin", "binary file (NUL bytes)"): 1,
         ("latin1.txt", "line with invalid UTF-8"): 1,
         ("long_line.txt", "line longer than 1000000 bytes"): 1,
-        ("no_text", "directory contains no files"): 1,
+        ("no_text", "directory contains no text files"): 1,
         ("missing.txt", "no such file, directory or matching glob"): 1,
     }
     assert summary.num_files == 5
@@ -294,6 +294,26 @@ def test_bad_inputs_are_skipped_and_counted(tokenizer, tmp_path):
     for (path, reason), _ in summary.skipped.items():
         assert path in text and reason in text
     assert summary.num_examples > 0
+
+
+def test_a_directory_yields_its_text_files_and_lists_the_others(tmp_path):
+    corpus = tmp_path / "corpus"
+    (corpus / "wiki" / "AA").mkdir(parents=True)
+    (corpus / ".git").mkdir()
+    read = ["book.txt", "notes.TXT", "wiki/AA/wiki_00", "wiki.test.raw"]
+    left = ["NOTICE.md", "LICENSE", "README.txt", "wiki/notice.txt", "data.json", ".hidden.txt",
+            "model.tfrecord"]  # fmt: skip
+    for name in read + left:
+        (corpus / name).write_text("Anne walked to the village.\n")
+    (corpus / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    skipped = collections.Counter()
+    files = expand_inputs([str(corpus)], skipped)
+    assert sorted(files) == sorted(str(corpus / name) for name in read)
+    assert dict(skipped) == {
+        (str(corpus / name), "not a text file name (in a directory)"): 1 for name in left
+    }
+    # A file named by path is read whatever its name: the caller chose it.
+    assert expand_inputs([str(corpus / "NOTICE.md")]) == [str(corpus / "NOTICE.md")]
 
 
 def write(path, text):

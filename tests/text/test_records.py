@@ -1,5 +1,7 @@
 """The record schema: inspecting and counting files of pretraining records."""
 
+import os
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -77,3 +79,27 @@ def test_bad_record_files_are_refused(tmp_path):
         inspect_records(f"{short},{long}")
     with pytest.raises(ValueError, match="at most 8 tokens and 4 masks.*9 tokens and 2 masks"):
         encode_example(example(9, 2), 8, 4)
+
+
+def test_a_truncated_shard_or_a_foreign_file_is_named_with_its_record(tmp_path):
+    record = encode_example(example(9, 2), 16, 4)
+    whole = write(tmp_path / "whole.tfrecord", [record] * 3)
+    cut = tmp_path / "cut.tfrecord"
+    cut.write_bytes(open(whole, "rb").read()[:-10])  # a copy interrupted in record 2
+    text = tmp_path / "notes.tfrecord"
+    text.write_text("These are notes, not records.\n" * 20)
+    size = os.path.getsize(cut)
+    start_of_last = 2 * (len(record) + 16)
+    with pytest.raises(ValueError) as error:
+        inspect_records(f"{whole},{cut}", "train_data")
+    assert str(error.value).startswith(
+        f"{cut} is truncated: record 2 (at byte {start_of_last}) runs past the end of the "
+        f"file ({size} bytes)."
+    )
+    with pytest.raises(ValueError, match=f"^{text} is not a TFRecord file .*record 0 "):
+        inspect_records(str(text), "train_data")
+    # Counting names the file too (TensorFlow's own DataLossError names none).
+    with pytest.raises(ValueError, match=f"^{cut} is truncated, corrupt or not a TFRecord file "
+                                         r"\(truncated record at"):  # fmt: skip
+        count_records([whole, str(cut)])
+    assert count_records([whole]) == 3

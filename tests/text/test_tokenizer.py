@@ -340,6 +340,26 @@ def test_corrupt_model_file(tmp_path, content):
         AlbertTokenizer(content)
 
 
+def test_a_text_file_or_a_directory_is_no_sentencepiece_model(tmp_path):
+    # Prose, not a WordPiece vocabulary (no [CLS], [SEP], ...): read as a SentencePiece model.
+    vocabulary = tmp_path / "notes.txt"
+    vocabulary.write_text("the\nquick brown fox\n")
+    with pytest.raises(ValueError) as error:
+        AlbertTokenizer(vocabulary)
+    message = str(error.value)
+    assert message.startswith(
+        f"Could not load a SentencePiece model from '{vocabulary}': it is not a SentencePiece "
+        "model file"
+    )
+    assert "\n" not in message  # one line
+    with pytest.raises(ValueError) as error:
+        AlbertTokenizer(tmp_path)
+    assert str(error.value) == (
+        "`proto` (the SentencePiece model or WordPiece vocabulary) must be a file, not a "
+        f"directory. Received: proto='{tmp_path}'"
+    )
+
+
 @pytest.mark.parametrize("missing", ["[CLS]", "[SEP]", "[MASK]", "<pad>"])
 def test_model_without_special_piece(missing):
     proto = sentencepiece_model_pb2.ModelProto()

@@ -551,6 +551,26 @@ def test_resuming_with_other_options_is_refused(tmp_path, records):
     assert again["resumed_from_step"] == 10 and again["trained_steps_this_run"] == 0
 
 
+def test_resume_skips_a_truncated_latest_checkpoint_and_ends_as_an_uninterrupted_run(
+    tmp_path, records, capsys
+):
+    run = options(tmp_path, records, train_steps=20)
+    pretrain(run)
+    final = keras.models.load_model(os.path.join(run.output_dir, "pretrainer.keras")).get_weights()
+    checkpoints = os.path.join(run.output_dir, "checkpoints")
+    index = Path(checkpoints, "ckpt-20.index")
+    index.write_bytes(index.read_bytes()[:30])  # as a copy cut short leaves it
+    capsys.readouterr()
+    again = pretrain(run)
+    assert again["resumed_from_step"] == 10 and again["trained_steps_this_run"] == 10
+    assert (
+        f"{os.path.join(checkpoints, 'ckpt-20')} (" in capsys.readouterr().out
+    )  # the one line naming the skipped checkpoint
+    resumed = keras.models.load_model(os.path.join(run.output_dir, "pretrainer.keras"))
+    for expected, actual in zip(final, resumed.get_weights(), strict=True):
+        np.testing.assert_array_equal(actual, expected)
+
+
 def test_multi_worker_is_not_refused(tmp_path, records, monkeypatch):
     """The driver once refused "multi_worker" (keras-team/keras#20585 breaks `model.fit`
     there); the loop runs under it (test_multi_worker.py), so the name goes on to the cluster

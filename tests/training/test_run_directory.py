@@ -53,3 +53,32 @@ def test_output_dir_probe(tmp_path):
     blocker.write_text("not a directory")
     with pytest.raises(ValueError, match="`output_dir` is not a writable directory"):
         run_directory.prepare_output_dir(str(blocker / "run"))
+
+
+def test_an_unreadable_latest_checkpoint_falls_back_to_the_one_before(tmp_path, capsys):
+    import tensorflow as tf
+
+    value = tf.Variable(0.0)
+    checkpoint = tf.train.Checkpoint(value=value)
+    manager = tf.train.CheckpointManager(checkpoint, str(tmp_path), max_to_keep=3)
+    for step in (1, 2, 3):
+        value.assign(float(step))
+        manager.save(checkpoint_number=step)
+    index = tmp_path / "ckpt-3.index"
+    index.write_bytes(index.read_bytes()[:20])  # as a copy cut short leaves it
+    value.assign(-1.0)
+    restored = run_directory.restore_latest_intact(checkpoint, str(tmp_path))
+    assert restored == str(tmp_path / "ckpt-2") and float(value.numpy()) == 2.0
+    line = capsys.readouterr().out.strip()
+    assert line.startswith(f"keras_albert: {tmp_path / 'ckpt-3'} (")
+    assert line.endswith(f"is unreadable (truncated or corrupt); resuming from the previous "
+                         f"checkpoint {tmp_path / 'ckpt-2'}.")  # fmt: skip
+
+    # None readable: one error naming each; nothing there: None.
+    for step in (1, 2):
+        data = tmp_path / f"ckpt-{step}.data-00000-of-00001"
+        data.write_bytes(data.read_bytes()[:4])
+    with pytest.raises(ValueError, match="No checkpoint of .* can be read") as error:
+        run_directory.restore_latest_intact(checkpoint, str(tmp_path))
+    assert all(f"ckpt-{step} (" in str(error.value) for step in (1, 2, 3))
+    assert run_directory.restore_latest_intact(checkpoint, str(tmp_path / "none")) is None

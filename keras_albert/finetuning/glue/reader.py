@@ -39,6 +39,7 @@ from keras_albert.finetuning.glue.specs import (  # noqa: F401
     get_task,
 )
 from keras_albert.text.pipeline import example_batches, served_from_memory, trim_padding
+from keras_albert.validation import require_not_directory
 
 
 class DataFormatError(ValueError):
@@ -123,6 +124,7 @@ def read_examples(
     labeled: bool = True,
     skip_invalid: bool = False,
     progress: bool = False,
+    name: str = "path",
 ) -> Examples:
     """Reads a task file; every row checked.
 
@@ -133,6 +135,7 @@ def read_examples(
         skip_invalid: skip bad rows (counted in `num_skipped`, reasons in `skipped`) instead
             of raising.
         progress: show a progress bar.
+        name: what errors call `path` (the option it came from: "train_data", ...).
 
     Raises:
         DataFormatError: "<path>:<line>: ..." for an empty file, a header without the task's
@@ -143,6 +146,7 @@ def read_examples(
     path = os.fspath(path)
     if not tf.io.gfile.exists(path):
         raise FileNotFoundError(f"Task file not found: {path!r}")
+    require_not_directory(name, path, tf.io.gfile.isdir)
     with tf.io.gfile.GFile(path, "rb") as file:
         raw = file.read()
     # utf-8-sig: GLUE's MRPC files start with a byte-order mark.

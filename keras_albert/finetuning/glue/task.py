@@ -39,11 +39,11 @@ class GlueTask(FinetuningTask):
         self.spec = options.task_spec()
         self.name, self.main_metric = self.spec.name, self.spec.main_metric
         read = dict(task=self.spec, skip_invalid=options.skip_invalid, progress=options.verbose > 0)
-        self.train = read_examples(options.train_data, **read)
-        self.evaluation = read_examples(options.eval_data, **read)
+        self.train = read_examples(options.train_data, name="train_data", **read)
+        self.evaluation = read_examples(options.eval_data, name="eval_data", **read)
         self.test = None
         if options.test_data:
-            self.test = read_examples(options.test_data, labeled=False, **read)
+            self.test = read_examples(options.test_data, labeled=False, name="test_data", **read)
         for examples in (self.train, self.evaluation, self.test):
             if examples is not None and examples.num_skipped:
                 print(

@@ -31,7 +31,7 @@ from keras_albert.finetuning.ner.defaults import SEQUENCE_LENGTH
 from keras_albert.text.files import write_text_atomically
 from keras_albert.text.packing import concat_rows
 from keras_albert.text.pipeline import example_batches
-from keras_albert.validation import require_int
+from keras_albert.validation import require_int, require_not_directory
 
 IGNORE_LABEL = -100
 OUTSIDE = "O"
@@ -56,18 +56,20 @@ class ConllSentences:
         return len(self.words)
 
 
-def read_conll(path: str | os.PathLike, labeled: bool = True) -> ConllSentences:
+def read_conll(path: str | os.PathLike, labeled: bool = True, name: str = "path") -> ConllSentences:
     """Reads a CoNLL column file (see the module docstring).
 
     Args:
         path: the file.
         labeled: the last column is the tag; `False` reads the first column only.
+        name: what errors call `path` (the option it came from: "train_data", ...).
 
     Raises:
         ConllFormatError: "<path>:<line>: ..." for a labeled line without a tag, a tag that
             is not BIO, or a file without sentences.
     """
     path = os.fspath(path)
+    require_not_directory(name, path)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"CoNLL file not found: {path!r}")
     sentences = ConllSentences(path, [], [] if labeled else None, [])

@@ -75,9 +75,13 @@ class NerTask(FinetuningTask):
     def __init__(self, options, tokenizer):
         super().__init__(options, tokenizer)
         self.name, self.main_metric = "ner", "f1"
-        self.train = read_conll(options.train_data)
-        self.evaluation = read_conll(options.eval_data)
-        self.test = read_conll(options.test_data, labeled=False) if options.test_data else None
+        self.train = read_conll(options.train_data, name="train_data")
+        self.evaluation = read_conll(options.eval_data, name="eval_data")
+        self.test = (
+            read_conll(options.test_data, labeled=False, name="test_data")
+            if options.test_data
+            else None
+        )
         self.labels = label_list(self.train.tags)
         self._eval_inputs = None
 

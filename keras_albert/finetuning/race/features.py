@@ -121,7 +121,10 @@ def _passages(path: str) -> list[dict]:
             try:
                 data.append(json.loads(line))
             except json.JSONDecodeError as error:
-                raise RaceFormatError(f"{path}:{number}: not JSON: {error}") from None
+                raise RaceFormatError(
+                    f"{path}:{number}: not RACE JSON (a passage object per file or per line): "
+                    f"{error}"
+                ) from None
     if isinstance(data, dict) and "data" in data and "article" not in data:
         data = data["data"]
     if isinstance(data, dict):

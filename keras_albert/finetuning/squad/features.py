@@ -32,7 +32,7 @@ import numpy as np
 
 from keras_albert.finetuning.squad import defaults
 from keras_albert.text.offsets import ContextTokens, tokenize_with_offsets
-from keras_albert.validation import require_int, require_positive_int
+from keras_albert.validation import require_int, require_not_directory, require_positive_int
 
 
 class SquadFormatError(ValueError):
@@ -85,6 +85,31 @@ class SquadFeature:
     is_impossible: bool
 
 
+def read_squad_json(path: str | os.PathLike, name: str = "path") -> dict:
+    """The parsed SQuAD v1.1 / v2.0 JSON file `path` (`name`: what errors call it).
+
+    Raises:
+        SquadFormatError: naming the file, when it is not JSON (a TSV given by mistake) or
+            has no `data` list.
+    """
+    path = os.fspath(path)
+    require_not_directory(name, path)
+    with open(path, encoding="utf-8") as file:
+        try:
+            dataset = json.load(file)
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            raise SquadFormatError(
+                f"`{name}` must be a SQuAD JSON file: {path} is not JSON ({error})."
+            ) from None
+    _require_squad_layout(dataset, path)
+    return dataset
+
+
+def _require_squad_layout(dataset, name: str) -> None:
+    if not isinstance(dataset, Mapping) or not isinstance(dataset.get("data"), list):
+        raise SquadFormatError(f"{name!r} is not SQuAD JSON: it has no 'data' list.")
+
+
 def read_squad_examples(
     source: str | os.PathLike | Mapping, labeled: bool = True
 ) -> Iterator[SquadExample]:
@@ -105,10 +130,8 @@ def read_squad_examples(
         dataset, name = source, "<dict>"
     else:
         name = os.fspath(source)
-        with open(name, encoding="utf-8") as f:
-            dataset = json.load(f)
-    if not isinstance(dataset, Mapping) or not isinstance(dataset.get("data"), list):
-        raise SquadFormatError(f"{name!r} is not SQuAD JSON: it has no 'data' list.")
+        dataset = read_squad_json(name)
+    _require_squad_layout(dataset, name)
     for number, article in enumerate(dataset["data"]):
         where = f"{name!r} article {number}"
         _require_fields(article, {"paragraphs": list}, where)

@@ -19,8 +19,6 @@ the epochs count questions, as the original's `num_train_steps`.
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 
 from keras_albert.finetuning.recipes import EpochRecipe
@@ -29,6 +27,7 @@ from keras_albert.finetuning.squad.features import (
     SquadFeature,
     feature_arrays,
     read_squad_examples,
+    read_squad_json,
     squad_features,
 )
 from keras_albert.finetuning.squad.postprocess import (
@@ -48,11 +47,6 @@ SQUAD_RECIPE = EpochRecipe(**defaults.RECIPE)
 _INPUTS = ("token_ids", "segment_ids", "padding_mask")
 
 
-def _read_json(path: str) -> dict:
-    with open(path, encoding="utf-8") as file:
-        return json.load(file)
-
-
 def _model_inputs(features: list[SquadFeature]) -> dict[str, np.ndarray]:
     return {name: value for name, value in feature_arrays(features).items() if name in _INPUTS}
 
@@ -68,8 +62,10 @@ class SquadTask(FinetuningTask):
         self.version_2 = options.task == "squad_v2"
         self.answerability = options.squad_answerability
         self.threshold = defaults.NULL_SCORE_THRESHOLD if self.version_2 else None
-        self.eval_json = _read_json(options.eval_data)
-        self.train_examples = list(read_squad_examples(_read_json(options.train_data)))
+        self.eval_json = read_squad_json(options.eval_data, "eval_data")
+        self.train_examples = list(
+            read_squad_examples(read_squad_json(options.train_data, "train_data"))
+        )
         self.eval_examples = list(read_squad_examples(self.eval_json))
         windows = dict(
             tokenizer=tokenizer,

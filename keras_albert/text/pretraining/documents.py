@@ -3,9 +3,18 @@
 `iter_documents` streams input files and groups their lines into documents by a
 `document_split` rule, one document in memory at a time. Bad inputs (missing paths, empty or
 binary files, invalid UTF-8 lines, over-long lines, directories without files) are skipped and
-counted, never fatal. `document_sentences` splits a document's paragraphs into sentences with
-`sentencex` (Wikimedia's sentence segmenter: actively maintained, native code at tens of MB/s,
-abbreviation aware, no data files to download at run time) and tokenizes them.
+counted, never fatal.
+
+A directory is walked for text files only (`is_text_file_name`): names ending in `.txt`, `.text`
+or `.raw` (WikiText) and names without an extension (WikiExtractor's `wiki_00`), but not hidden
+files (or files in hidden directories) nor the notices that sit beside a corpus (`README`,
+`NOTICE`, `LICENSE`, `COPYING`, `AUTHORS`, `CHANGELOG`, whatever their extension). Every other
+file of a directory is skipped and listed in the summary. A file named by path or glob is
+always read: the caller chose it.
+
+`document_sentences` splits a document's paragraphs into sentences with `sentencex`
+(Wikimedia's sentence segmenter: actively maintained, native code at tens of MB/s, abbreviation
+aware, no data files to download at run time) and tokenizes them.
 """
 
 from __future__ import annotations
@@ -21,6 +30,9 @@ from keras_albert.text.pretraining.config import PretrainingDataConfig
 from keras_albert.text.pretraining.vocabulary import TokenizerLike
 
 _BINARY_PROBE_BYTES = 8192
+TEXT_SUFFIXES = (".txt", ".text", ".raw")
+# Names (any case, any extension) of the files that describe a corpus rather than hold it.
+NOTICE_NAMES = ("readme", "notice", "license", "licence", "copying", "authors", "changelog")
 
 
 @dataclasses.dataclass
@@ -44,21 +56,36 @@ class ReadCounts:
     skipped: collections.Counter = dataclasses.field(default_factory=collections.Counter)
 
 
+def is_text_file_name(name: str) -> bool:
+    """Whether a directory's file `name` is read as text (the rule of the module docstring)."""
+    stem, suffix = os.path.splitext(name)
+    if name.startswith(".") or stem.split(".")[0].lower() in NOTICE_NAMES:
+        return False
+    return suffix == "" or suffix.lower() in TEXT_SUFFIXES
+
+
 def expand_inputs(inputs: Sequence[str], skipped: collections.Counter | None = None) -> list[str]:
     """Files named by `inputs` (paths, directories walked recursively, globs), sorted per input.
 
-    A path that matches nothing or a directory without files is recorded in `skipped`.
+    A directory yields its text files only (`is_text_file_name`); each other file is recorded
+    in `skipped`, as is a path that matches nothing or a directory without text files.
     """
     skipped = collections.Counter() if skipped is None else skipped
     files: list[str] = []
     for item in inputs:
         if os.path.isdir(item):
-            found = sorted(
-                os.path.join(root, name) for root, _, names in os.walk(item) for name in names
-            )
+            found = []
+            for root, directories, names in os.walk(item):
+                directories[:] = sorted(d for d in directories if not d.startswith("."))
+                for name in names:
+                    path = os.path.join(root, name)
+                    if is_text_file_name(name):
+                        found.append(path)
+                    else:
+                        skipped[(path, "not a text file name (in a directory)")] += 1
             if not found:
-                skipped[(item, "directory contains no files")] += 1
-            files.extend(found)
+                skipped[(item, "directory contains no text files")] += 1
+            files.extend(sorted(found))
         elif os.path.isfile(item):
             files.append(item)
         else:

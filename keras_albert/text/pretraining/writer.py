@@ -150,7 +150,8 @@ def create_pretraining_data(
     """Turns text files into sharded TFRecords of pretraining examples.
 
     Args:
-        inputs: files, directories (walked) or globs.
+        inputs: files, directories (walked for text files: `documents.is_text_file_name`)
+            or globs.
         output_prefix: shards are `{output_prefix}-{i:05d}-of-{num_shards:05d}.tfrecord`;
             its directory is created.
         tokenizer: a `TokenizerLike`, pickled to the workers when `num_workers > 1`, or a

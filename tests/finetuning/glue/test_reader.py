@@ -393,3 +393,11 @@ def test_grouping_a_set_smaller_than_one_window_holds_no_row_twice(albert_tokeni
         assert len(set(rows)) == 4, rows
         counts[rows] += 1
     assert counts.min() >= 7 and counts.max() <= 13, counts
+
+
+def test_a_directory_given_as_a_task_file_is_refused_by_name(tmp_path):
+    with pytest.raises(ValueError) as error:
+        glue.read_examples(tmp_path, "SST-2", name="train_data")
+    assert str(error.value) == (
+        f"`train_data` must be a file, not a directory. Received: train_data='{tmp_path}'"
+    )

@@ -233,3 +233,11 @@ def test_an_input_context_reads_one_shard_with_the_per_replica_batch(dev, labels
     )
     sizes = [int(features["token_ids"].shape[0]) for features, _ in dataset]
     assert sizes[0] == 32 and sum(sizes) == len(dev) // 2
+
+
+def test_a_directory_given_as_a_conll_file_is_refused_by_name(tmp_path):
+    with pytest.raises(ValueError) as error:
+        read_conll(tmp_path, name="train_data")
+    assert str(error.value) == (
+        f"`train_data` must be a file, not a directory. Received: train_data='{tmp_path}'"
+    )

@@ -234,3 +234,13 @@ def test_an_input_context_reads_one_shard_with_the_per_replica_batch(albert_toke
     )
     sizes = [int(features["token_ids"].shape[0]) for features, _ in dataset]
     assert sizes[0] == 8 and sum(sizes) == (len(examples) + 1) // 2
+
+
+def test_a_tsv_given_as_race_json_is_named_with_its_line(tmp_path):
+    tsv = tmp_path / "dev.tsv"
+    tsv.write_text("sentence\tlabel\na fine film\t1\n")
+    with pytest.raises(RaceFormatError) as error:
+        read_race(tsv)
+    assert str(error.value).startswith(
+        f"{tsv}:1: not RACE JSON (a passage object per file or per line): Expecting value"
+    )

@@ -12,6 +12,7 @@ from keras_albert.finetuning.squad.features import (
     SquadFormatError,
     answer_token_span,
     read_squad_examples,
+    read_squad_json,
     squad_features,
     tokenize_with_offsets,
     window_starts,
@@ -294,3 +295,23 @@ def test_test_files_are_read_unlabeled_and_malformed_files_name_the_place():
         for labeled_ in (True, False):
             with pytest.raises(SquadFormatError, match=message):
                 list(read_squad_examples(broken, labeled=labeled_))
+
+
+def test_a_tsv_or_a_directory_given_as_squad_json_is_named(tmp_path):
+    tsv = tmp_path / "train.tsv"
+    tsv.write_text("sentence\tlabel\na fine film\t1\n")
+    with pytest.raises(SquadFormatError) as error:
+        read_squad_json(tsv, "train_data")
+    assert str(error.value).startswith(
+        f"`train_data` must be a SQuAD JSON file: {tsv} is not JSON (Expecting value: line 1"
+    )
+    with pytest.raises(SquadFormatError, match=f"{tsv} is not JSON"):
+        list(read_squad_examples(tsv))
+    (tmp_path / "list.json").write_text("[1, 2]")
+    with pytest.raises(SquadFormatError, match="list.json' is not SQuAD JSON: it has no 'data'"):
+        read_squad_json(tmp_path / "list.json")
+    with pytest.raises(ValueError) as error:
+        read_squad_json(tmp_path, "eval_data")
+    assert str(error.value) == (
+        f"`eval_data` must be a file, not a directory. Received: eval_data='{tmp_path}'"
+    )
