@@ -43,10 +43,12 @@ def prepare_output_dir(path: str) -> None:
             f.write("ok")
         tf.io.gfile.remove(probe)
     except (OSError, tf.errors.OpError) as error:
-        detail = getattr(error, "strerror", None) or getattr(error, "message", None) or error
-        raise ValueError(
-            f"`output_dir` is not a writable directory: {path!r} ({detail})."
-        ) from None
+        raise _not_writable(path, error) from None
+
+
+def _not_writable(path: str, error: Exception) -> ValueError:
+    detail = getattr(error, "strerror", None) or getattr(error, "message", None) or error
+    return ValueError(f"`output_dir` is not a writable directory: {path!r} ({detail}).")
 
 
 def atomic_copy(source: str, path: str) -> None:
@@ -131,10 +133,15 @@ def run_lock(output_dir: str, hold: bool = True) -> Iterator[None]:
         yield
         return
     made = not os.path.isdir(output_dir)
-    os.makedirs(output_dir, exist_ok=True)
     path = os.path.join(output_dir, LOCK_FILE)
     mine = f"{os.getpid()} {socket.gethostname()}\n"
-    _take_lock(path, mine)
+    try:
+        os.makedirs(output_dir, exist_ok=True)
+        _take_lock(path, mine)
+    except (FileExistsError, ValueError):
+        raise
+    except OSError as error:
+        raise _not_writable(output_dir, error) from None
     try:
         yield
     finally:
