@@ -330,7 +330,7 @@ def _train(loop, task, objective, recipe, options, output_dir, chief, epochs, st
         )
 
     epoch, done = divmod(start, steps_per_epoch)
-    progress.on_train_begin()
+    progress.on_train_begin(start)
     run_callbacks(callbacks, "on_train_begin", start)  # drops rows logged past `start`
     with StopSignals() as stop:
         while epoch < epochs:
