@@ -323,7 +323,10 @@ def _train(loop, task, objective, recipe, options, output_dir, chief, epochs, st
         return manager.save(checkpoint_number=step)
 
     def stopped(stop: StopSignals, step: int, saved: bool):
-        path = os.path.join(manager.directory, f"ckpt-{step}") if saved else save(step)
+        if not saved:
+            save(step)
+        # The chief's path, also in a worker's message (its own copy is temporary).
+        path = os.path.join(options.output_dir, "checkpoints", f"ckpt-{step}")
         return stop.interrupted(
             f"stopped after step {step} of {train_steps}; checkpoint {path} written — rerun "
             "the same command to resume"

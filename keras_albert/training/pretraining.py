@@ -409,7 +409,7 @@ def _train(loop, manager, options, layout, masking, eval_fn, start_step, chief) 
             step = int(loop.optimizer.iterations.numpy())
             if done < num_steps:  # stopped inside a log interval: no row for its steps
                 manager.save(checkpoint_number=step)
-                raise _stopped(stop, manager, step, options.train_steps)
+                raise _stopped(stop, options, step)
             seconds_per_step = (time.perf_counter() - interval_started) / num_steps
             logs, evaluation = _log(loop, sums, num_steps, step, eval_fn, options, manager, inner,
                                     eval_every, callbacks)  # fmt: skip
@@ -418,16 +418,17 @@ def _train(loop, manager, options, layout, masking, eval_fn, start_step, chief) 
                     manager.directory, f"ckpt-{step}"
                 ):
                     manager.save(checkpoint_number=step)
-                raise _stopped(stop, manager, step, options.train_steps)
+                raise _stopped(stop, options, step)
     run_callbacks(callbacks, "on_train_end", step)
     return logs, evaluation, seconds_per_step
 
 
-def _stopped(stop: StopSignals, manager, step: int, train_steps: int):
+def _stopped(stop: StopSignals, options: PretrainingOptions, step: int):
+    # The chief's path, also in a worker's message (its own copy is temporary).
+    path = os.path.join(options.output_dir, "checkpoints", f"ckpt-{step}")
     return stop.interrupted(
-        f"stopped after step {step} of {train_steps}; checkpoint "
-        f"{os.path.join(manager.directory, f'ckpt-{step}')} written — rerun the same command "
-        "to resume"
+        f"stopped after step {step} of {options.train_steps}; checkpoint {path} written — "
+        "rerun the same command to resume"
     )
 
 
