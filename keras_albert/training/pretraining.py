@@ -414,9 +414,7 @@ def _train(loop, manager, options, layout, masking, eval_fn, start_step, chief) 
             logs, evaluation = _log(loop, sums, num_steps, step, eval_fn, options, manager, inner,
                                     eval_every, callbacks)  # fmt: skip
             if stop.agreed(loop.strategy) and step < options.train_steps:
-                if tf.train.latest_checkpoint(manager.directory) != os.path.join(
-                    manager.directory, f"ckpt-{step}"
-                ):
+                if step % options.checkpoint_every_steps:  # else `checkpoints` saved it
                     manager.save(checkpoint_number=step)
                 raise _stopped(stop, options, step)
     run_callbacks(callbacks, "on_train_end", step)
