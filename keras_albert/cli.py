@@ -231,8 +231,10 @@ USER_ERRORS = (ValueError, FileNotFoundError, FileExistsError, NotADirectoryErro
 
 def run_tool(main, argv: list[str] | None = None) -> None:
     """Runs `main(argv)` as a command: user errors print ONE line `error: …` and exit 1 (2 for
-    `ToolError(..., 2)`), Ctrl-C prints one line and exits 130. `--debug` anywhere in argv (or
-    the environment variable KERAS_ALBERT_DEBUG=1) shows the traceback instead.
+    `ToolError(..., 2)`), Ctrl-C prints one line and exits 130 (a run stopped by a signal after
+    its checkpoint, `training.interruption.Interrupted`, exits with the signal's status).
+    `--debug` anywhere in argv (or the environment variable KERAS_ALBERT_DEBUG=1) shows the
+    traceback instead.
 
     `main` returns an exit status (None = 0).
     """
@@ -246,7 +248,7 @@ def run_tool(main, argv: list[str] | None = None) -> None:
             raise
         message = str(interrupt) or "stopped"
         print(f"interrupted: {message}", file=sys.stderr)
-        sys.exit(130)
+        sys.exit(getattr(interrupt, "exit_status", 130))
     except USER_ERRORS as error:
         if debug:
             raise

@@ -184,8 +184,9 @@ def test_finetuning_interrupt_says_what_was_saved(tmp_path, monkeypatch):
     )  # fmt: skip
     with pytest.raises(KeyboardInterrupt) as interrupt:
         finetune(options)
+    checkpoints = os.path.join(options.output_dir, "checkpoints")
     assert str(interrupt.value) == (
-        f"nothing saved in {options.output_dir} yet — rerun the same command to train again"
+        f"no checkpoint in {checkpoints} yet — rerun the same command to start over"
     )
 
 

@@ -16,6 +16,11 @@ themselves can still `task.compile(model, optimizer)` and call `model.fit` on on
 
 What `output_dir` holds:
 
+    checkpoints/ckpt-N       the model, optimizer, dropout state and progress (evaluations so
+                             far, the best value, the current stretch's sums) at step N: after
+                             every evaluation, every `checkpoint_every_steps` and on SIGTERM
+    checkpoints/run.json     the options that fix the run (a resume must match them)
+    run.lock                 while a run holds the directory (one run at a time)
     best.keras               the task model with the best main metric so far
     history.csv              one row per evaluation: step, train loss/metrics (means over the
                              stretch of steps before it) and the official metrics (`val_`)
@@ -34,6 +39,15 @@ What `output_dir` holds:
     tokenizer.model          the SentencePiece model used (so the directory is self-contained)
     summary.json             the options, recipe, best metrics and example counts (train,
                              eval and test)
+
+Resume: rerunning the same command on the same `output_dir` continues from the last
+checkpoint exactly as an uninterrupted run: the optimizer's `iterations` is the step (the
+schedule follows it), the task's training stream is deterministic for a seed, so the rerun
+skips the global batches already trained on (`tf.data` `skip`: the skipped batches are read,
+not trained on), and the dropout masks continue (`training.checkpoints`). `history.csv` drops
+the rows logged after the checkpoint (they are logged again). Other run-defining options are
+refused (`force` starts over). SIGTERM or Ctrl-C: the current steps finish, a checkpoint is
+written and the run exits 143 (130) with one line (`training.interruption`).
 
 Default recipes: google-research/albert `run_glue.sh` (commit 557c37b) per GLUE task, the
 original README's for SQuAD and RACE, Hugging Face `run_ner`'s for NER. `scale` multiplies
@@ -61,7 +75,9 @@ from keras_albert.finetuning.recipes import epoch_plan, resolve_recipe
 from keras_albert.finetuning.registry import checked_task_class, make_task
 from keras_albert.training import run_directory
 from keras_albert.training.callbacks import EvaluationProgress
+from keras_albert.training.checkpoints import JsonState, training_checkpoint
 from keras_albert.training.clipping import AdamW
+from keras_albert.training.interruption import StopSignals
 from keras_albert.training.logs import HistoryCsv, TensorBoardLogs
 from keras_albert.training.loop import TrainingLoop, replica_share, run_callbacks
 from keras_albert.training.schedule import WarmupPolynomialDecay, learning_rate_at
@@ -75,11 +91,27 @@ from keras_albert.training.strategy import (
 
 __all__ = ["FinetuningOptions", "build_optimizer", "finetune"]
 
+# The options a resumed run may change: they change neither the weights trained nor the
+# evaluations. Every other option fixes the run (a new one too, unless added here).
+RUN_FREE_OPTIONS = (
+    "output_dir",
+    "test_data",
+    "strategy",
+    "tpu_address",
+    "steps_per_execution",
+    "jit_compile",
+    "verbose",
+    "checkpoint_every_steps",
+    "keep_checkpoints",
+    "force",
+)
+# What `force` removes of an earlier run (the predictions files are rewritten at the end).
+RUN_OUTPUTS = ("checkpoints", "history.csv", "logs", "best.keras", "metrics.json", "summary.json")
+
 
 def finetune(options: FinetuningOptions) -> dict:
-    """Fine-tunes a model on `options.task`; returns the summary (also `summary.json`)."""
-    from keras_albert.text.tokenizer import AlbertTokenizer
-
+    """Fine-tunes a model on `options.task`, or resumes the run `options.output_dir` holds;
+    returns the summary (also `summary.json`)."""
     checked_task_class(options)  # an unknown task fails before any work
     # First: MultiWorkerMirroredStrategy must be made before TensorFlow runs any op.
     strategy = build_strategy(
@@ -95,6 +127,24 @@ def finetune(options: FinetuningOptions) -> dict:
     # SentencePiece resource of a tokenizer made earlier ("SentencepieceOp ... does not exist").
     keras.utils.set_random_seed(options.seed)
     run_directory.check_output_dir(options.output_dir)
+    with run_directory.run_lock(options.output_dir, hold=chief):
+        return _finetune(options, strategy, chief)
+
+
+def _finetune(options: FinetuningOptions, strategy, chief: bool) -> dict:
+    from keras_albert.text.tokenizer import AlbertTokenizer
+
+    # A run to resume: its options must be these (checked before any long work).
+    checkpoints_dir = os.path.join(options.output_dir, "checkpoints")
+    run_options = {
+        field.name: getattr(options, field.name)
+        for field in dataclasses.fields(options)
+        if field.name not in RUN_FREE_OPTIONS
+    }
+    resuming = not options.force and tf.train.latest_checkpoint(checkpoints_dir) is not None
+    run_directory.check_run_file(
+        checkpoints_dir, run_options, resuming, remedy="`force` to start over"
+    )
     sentencepiece_model = options.sentencepiece_model or find_sentencepiece_model(
         options.init_checkpoint
     )
@@ -142,6 +192,8 @@ def finetune(options: FinetuningOptions) -> dict:
         )
         task.compile(model, optimizer)  # what `best.keras` carries, for users' `model.fit`
         optimizer.build(model.trainable_variables)
+    progress_state = JsonState()  # outside the scope: one CPU variable, not one per replica
+    checkpoint = training_checkpoint(model, optimizer, progress=progress_state)
     objective = task.objective(model)
     replica_fn = objective.replica_fn
     if options.elastic_depths:
@@ -150,19 +202,32 @@ def finetune(options: FinetuningOptions) -> dict:
     # The loop. The chief's output directory is made only now: a failed check leaves none
     # behind; the other workers write to a temporary one they remove.
     if chief:
+        if options.force:
+            removed = run_directory.clear_run(options.output_dir, RUN_OUTPUTS)
+            if removed:
+                print(f"keras_albert: force: removed {', '.join(removed)} of {options.output_dir}")
         run_directory.prepare_output_dir(options.output_dir)
-    best_path = os.path.join(options.output_dir, "best.keras")
+        run_directory.write_run_file(checkpoints_dir, run_options)
 
     def next_step() -> str:
         if not chief:
-            saved = f"the chief worker writes {options.output_dir}"
-        elif tf.io.gfile.exists(best_path):
-            saved = f"the best model so far is {best_path}"
-        else:
-            saved = f"nothing saved in {options.output_dir} yet"
-        return f"{saved} — rerun the same command to train again"
+            return f"the chief worker writes {options.output_dir} — rerun the same command"
+        latest = tf.train.latest_checkpoint(checkpoints_dir)
+        if latest is None:
+            return f"no checkpoint in {checkpoints_dir} yet — rerun the same command to start over"
+        return f"last checkpoint {latest} — rerun the same command to resume"
 
     with worker_output(strategy, options.output_dir, next_step) as output_dir:
+        # Every worker saves (TensorFlow's collective save); only the chief's copy is kept.
+        manager = tf.train.CheckpointManager(
+            checkpoint, os.path.join(output_dir, "checkpoints"), options.keep_checkpoints
+        )
+        resumed_from = None
+        if resuming:
+            # The newest checkpoint that reads (a truncated one is skipped, said so).
+            latest = run_directory.restore_latest_intact(checkpoint, checkpoints_dir)
+            resumed_from = int(optimizer.iterations.numpy())
+            print(f"keras_albert: resuming from {latest} (step {resumed_from})")
         loop = TrainingLoop(
             strategy,
             model,
@@ -184,10 +249,10 @@ def finetune(options: FinetuningOptions) -> dict:
             "ignore", message=r"Gradients do not exist for variables \['pooler/"
         )
         history = _train(loop, task, objective, recipe, options, output_dir, chief,
-                         epochs, steps_per_epoch)  # fmt: skip
+                         epochs, steps_per_epoch, manager, progress_state)  # fmt: skip
         best_results = None
         if chief:  # the best model's predictions and metrics (outside the strategy: no peers)
-            best = keras.models.load_model(best_path)
+            best = keras.models.load_model(os.path.join(output_dir, "best.keras"))
             best_results = task.evaluate(best, recipe.batch_size, output_dir=output_dir)
     best_epoch = max(history, key=lambda row: row[task.main_metric])["epoch"]
     summary = {
@@ -198,6 +263,7 @@ def finetune(options: FinetuningOptions) -> dict:
         "epochs": epochs,
         "steps_per_epoch": steps_per_epoch,
         "train_steps": train_steps,
+        "resumed_from_step": resumed_from,
         **task.summary(),
         "main_metric": task.main_metric,
         "strategy": type(strategy).__name__,
@@ -218,72 +284,113 @@ def finetune(options: FinetuningOptions) -> dict:
     return summary
 
 
-def _train(loop, task, objective, recipe, options, output_dir, chief, epochs, steps_per_epoch):
-    """`epochs` stretches of `steps_per_epoch` steps, each followed by the task's evaluation;
-    saves the best model to `output_dir/best.keras`; returns one row per evaluation."""
+def _train(loop, task, objective, recipe, options, output_dir, chief, epochs, steps_per_epoch,
+           manager, progress_state) -> list[dict]:  # fmt: skip
+    """`epochs` stretches of `steps_per_epoch` steps, each followed by the task's evaluation,
+    from the step the optimizer is at (a resumed run: `progress_state` holds the evaluations so
+    far); saves the best model to `output_dir/best.keras` and the checkpoints to `manager`;
+    returns one row per evaluation."""
     batch_size = recipe.batch_size
+    train_steps = epochs * steps_per_epoch
+    start = int(loop.optimizer.iterations.numpy())
+    # The stream is the same for a seed: a resumed run skips the batches trained on.
     iterator = loop.iterator(
         lambda context: replica_share(
-            task.train_dataset(batch_size, options.seed), batch_size, context
+            task.train_dataset(batch_size, options.seed).skip(start), batch_size, context
         )
     )
-    train_steps = epochs * steps_per_epoch
+    # What a checkpoint holds besides the weights: the evaluations so far, the best value and
+    # the sums of the current stretch's steps (its history row averages all of them).
+    state = progress_state.get() or {"history": [], "best_value": -math.inf, "totals": {}}
     progress = EvaluationProgress(
         steps_per_epoch, train_steps, options.verbose if chief else 0, objective.names
     )
     callbacks: list = []
     if chief:
         history_path = os.path.join(output_dir, "history.csv")
-        if tf.io.gfile.exists(history_path):  # a rerun starts over: no rows of the last one
+        if not start and tf.io.gfile.exists(history_path):  # a run that left no checkpoint
             tf.io.gfile.remove(history_path)
         callbacks = [
             HistoryCsv(history_path, ("step", "epoch")),
             TensorBoardLogs(os.path.join(output_dir, "logs")),
         ]
     best_path = os.path.join(output_dir, "best.keras")
-    best_value = -math.inf
-    history = []
     chunk = max(1, loop.steps_per_execution)
-    progress.on_train_begin()
-    run_callbacks(callbacks, "on_train_begin", 0)
-    for epoch in range(epochs):
-        progress.on_epoch_begin(epoch)
-        started = time.perf_counter()
-        totals: dict = {}
-        done = 0
-        while done < steps_per_epoch:
-            count = min(chunk, steps_per_epoch - done)
-            sums = loop.train(iterator, count)
-            totals = {key: totals.get(key, 0.0) + value for key, value in sums.items()}
-            done += count
-            if progress.showing_bar:
-                progress.on_steps(done, objective.logs(totals, done))
-        logs = objective.logs(totals, steps_per_epoch)
-        if not math.isfinite(logs["loss"]):
-            raise FloatingPointError(
-                f"The training loss became NaN or infinite by step {(epoch + 1) * steps_per_epoch}."
-            )
-        seconds = time.perf_counter() - started
-        results = task.evaluate(loop.model, batch_size)
-        step = (epoch + 1) * steps_per_epoch
-        if chief and options.verbose:
-            train = ", ".join(f"{name} {value:.4g}" for name, value in logs.items())
-            shown = ", ".join(f"{name}={value:.4g}" for name, value in results.items())
-            print(
-                f"{task.name} eval after evaluation {epoch + 1} (step {step}, "
-                f"{steps_per_epoch / seconds:.3g} steps/s; train {train}): {shown}",
-                flush=True,
-            )
-        history.append({"epoch": epoch + 1, "step": step, **results})
-        if results[task.main_metric] > best_value:
-            best_value = results[task.main_metric]
-            run_directory.atomic_save_model(loop.model, best_path)
-        rate = learning_rate_at(loop.optimizer, step - 1)  # the last update's
-        row = {"step": step, "epoch": epoch + 1, "learning_rate": rate, **logs}
-        row.update({f"val_{name}": value for name, value in results.items()})
-        run_callbacks(callbacks, "on_log", step, row)
+    every = options.checkpoint_every_steps
+
+    def save(step: int) -> str:
+        progress_state.set(state)
+        return manager.save(checkpoint_number=step)
+
+    def stopped(stop: StopSignals, step: int, saved: bool):
+        if not saved:
+            save(step)
+        # The chief's path, also in a worker's message (its own copy is temporary).
+        path = os.path.join(options.output_dir, "checkpoints", f"ckpt-{step}")
+        return stop.interrupted(
+            f"stopped after step {step} of {train_steps}; checkpoint {path} written — rerun "
+            "the same command to resume"
+        )
+
+    epoch, done = divmod(start, steps_per_epoch)
+    progress.on_train_begin(start)
+    run_callbacks(callbacks, "on_train_begin", start)  # drops rows logged past `start`
+    with StopSignals() as stop:
+        while epoch < epochs:
+            progress.on_epoch_begin(epoch)
+            started = time.perf_counter()
+            trained = 0
+            while done < steps_per_epoch:
+                step = epoch * steps_per_epoch + done
+                count = min(chunk, steps_per_epoch - done)
+                if every:  # land on the checkpoint steps
+                    count = min(count, every - step % every)
+                sums = loop.train(iterator, count)
+                state["totals"] = {
+                    key: state["totals"].get(key, 0.0) + value for key, value in sums.items()
+                }
+                done, trained, step = done + count, trained + count, step + count
+                if progress.showing_bar:
+                    progress.on_steps(done, objective.logs(state["totals"], done))
+                if done == steps_per_epoch:
+                    break  # the evaluation's checkpoint follows
+                saved = bool(every) and step % every == 0
+                if saved:
+                    save(step)
+                if stop.agreed(loop.strategy):
+                    raise stopped(stop, step, saved)
+            step = (epoch + 1) * steps_per_epoch
+            logs = objective.logs(state["totals"], steps_per_epoch)
+            if not math.isfinite(logs["loss"]):
+                raise FloatingPointError(
+                    f"The training loss became NaN or infinite by step {step}."
+                )
+            seconds = time.perf_counter() - started
+            results = task.evaluate(loop.model, batch_size)
+            if chief and options.verbose:
+                train = ", ".join(f"{name} {value:.4g}" for name, value in logs.items())
+                shown = ", ".join(f"{name}={value:.4g}" for name, value in results.items())
+                print(
+                    f"{task.name} eval after evaluation {epoch + 1} (step {step}, "
+                    f"{trained / seconds:.3g} steps/s; train {train}): {shown}",
+                    flush=True,
+                )
+            state["history"].append({"epoch": epoch + 1, "step": step, **results})
+            if results[task.main_metric] > state["best_value"]:
+                state["best_value"] = results[task.main_metric]
+                if chief:
+                    run_directory.atomic_save_model(loop.model, best_path)
+            rate = learning_rate_at(loop.optimizer, step - 1)  # the last update's
+            row = {"step": step, "epoch": epoch + 1, "learning_rate": rate, **logs}
+            row.update({f"val_{name}": value for name, value in results.items()})
+            run_callbacks(callbacks, "on_log", step, row)
+            state["totals"] = {}
+            epoch, done = epoch + 1, 0
+            save(step)  # after the row: a run killed before this logs the stretch again
+            if stop.agreed(loop.strategy) and epoch < epochs:
+                raise stopped(stop, step, True)
     run_callbacks(callbacks, "on_train_end", train_steps)
-    return history
+    return state["history"]
 
 
 def build_optimizer(

@@ -38,7 +38,8 @@ class FinetuningOptions:
         train_data: the training file, in a layout the task knows (SQuAD JSON, a RACE file or
             split directory, a CoNLL file, a GLUE-style TSV/CSV).
         eval_data: the evaluation file (labeled); evaluated after every epoch.
-        output_dir: where checkpoints, logs, predictions and the summary go.
+        output_dir: where checkpoints, logs, predictions and the summary go; rerunning the
+            same command with the same `output_dir` resumes from its last checkpoint.
         init_checkpoint: weights for the backbone: our pretraining output (a directory holding
             `pretrainer.keras`, or a `.keras` file of a pretrainer, backbone or classifier), or
             a Hugging Face / original TF1 checkpoint; the head is always fresh. Without it
@@ -93,6 +94,12 @@ class FinetuningOptions:
         group_by_length: with `pad_to_multiple_of`: training batches of examples of similar
             length (windows of 50 shuffled batches sorted by token count, then served in a
             shuffled order), so that dynamic padding pads little.
+        checkpoint_every_steps: steps between checkpoints inside a stretch of steps between
+            two evaluations; a checkpoint is always written after every evaluation. None:
+            after the evaluations only.
+        keep_checkpoints: how many checkpoints to keep.
+        force: start over: remove the checkpoints, history, logs and best model of an earlier
+            run in `output_dir` instead of resuming it (or refusing other options).
     """
 
     task: str
@@ -139,6 +146,11 @@ class FinetuningOptions:
         default=None, metadata={"parse": parse_int_or_none}
     )
     group_by_length: bool = False
+    checkpoint_every_steps: int | None = dataclasses.field(
+        default=None, metadata={"parse": parse_int_or_none}
+    )
+    keep_checkpoints: int = 3
+    force: bool = False
 
     def __post_init__(self):
         require_exactly_one(
@@ -168,6 +180,9 @@ class FinetuningOptions:
         require_one_of("jit_compile", self.jit_compile, (True, False, "auto"))
         require_one_of("verbose", self.verbose, (0, 1, 2))
         require_int("pad_to_multiple_of", self.pad_to_multiple_of, 1, optional=True)
+        require_int("checkpoint_every_steps", self.checkpoint_every_steps, 1, optional=True)
+        require_int("keep_checkpoints", self.keep_checkpoints, 1)
+        require_one_of("force", self.force, (True, False))
         require_one_of("group_by_length", self.group_by_length, (True, False))
         if self.group_by_length and self.pad_to_multiple_of is None:
             raise ValueError(

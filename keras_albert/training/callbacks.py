@@ -42,10 +42,13 @@ class EvaluationProgress:
         self.names = tuple(names)
         self.clock = clock
         self._started = None
+        self._first_step = 0
         self._bar = None
 
-    def on_train_begin(self) -> None:
+    def on_train_begin(self, step: int = 0) -> None:
+        """`step`: where this process starts (a resumed run: the time left counts from it)."""
         self._started = self.clock()
+        self._first_step = step
 
     def on_epoch_begin(self, epoch: int) -> None:
         if not self.verbose:
@@ -54,8 +57,8 @@ class EvaluationProgress:
         first = epoch * self.steps_per_epoch + 1
         last = min(self.train_steps, (epoch + 1) * self.steps_per_epoch)
         line = f"evaluation {epoch + 1}/{epochs}: steps {first}-{last} of {self.train_steps}"
-        if epoch:  # the time so far (evaluations included) per step, times the steps left
-            per_step = (self.clock() - self._started) / (first - 1)
+        if first - 1 > self._first_step:  # the time so far (evaluations included) per step
+            per_step = (self.clock() - self._started) / (first - 1 - self._first_step)
             line += f", about {format_duration(per_step * (self.train_steps - first + 1))} left"
         print(line, flush=True)
         if self.verbose == 1:

@@ -8,6 +8,7 @@ given), trains with the loop (the same path under every strategy) and writes a s
 What `output_dir` holds:
 
     run.json               the options that fix the run (a rerun must match them)
+    run.lock               while a run holds the directory (`run_directory.run_lock`)
     checkpoints/ckpt-N     tf.train.Checkpoint of the model and optimizer at step N
     logs/train, logs/validation   TensorBoard, x-axis = optimizer step
     history.csv            one row per `log_every_steps` steps (one per step after a resume)
@@ -22,6 +23,10 @@ record shuffles, in-graph masking), so a restart skips the `step` global batches
 consumed (see `make_datasets`). A checkpoint is written to a fresh file and then
 registered atomically (`tf.train.CheckpointManager`), so a process killed at any moment
 (SIGKILL) leaves the previous complete checkpoint in place; the same command resumes from it.
+SIGTERM or Ctrl-C (`training.interruption`): the current compiled call (`steps_per_execution`
+steps) finishes, a checkpoint of that step is written and the run exits 143 (130) with one
+line; the rerun resumes there, losing no step (its first log row then averages the steps
+after the signal only).
 
 Strategies: every one `build_strategy` makes, through the same loop (Keras 3.15's `fit` fails
 under `MultiWorkerMirroredStrategy`, keras-team/keras#20585; the loop does not use it). Each
@@ -48,6 +53,7 @@ from keras_albert.models import AlbertBackbone, AlbertPretrainer
 from keras_albert.text.pretraining.records import RecordLayout, inspect_records
 from keras_albert.training import run_directory
 from keras_albert.training.initial_weights import copy_initial_weights, initial_pretrainer
+from keras_albert.training.interruption import StopSignals
 from keras_albert.training.lamb import Lamb
 from keras_albert.training.logs import HistoryCsv, TensorBoardLogs
 from keras_albert.training.loop import TrainingLoop, global_sum, run_callbacks
@@ -124,6 +130,11 @@ def pretrain(options: PretrainingOptions) -> dict:
         options.strategy, **({"tpu_address": options.tpu_address} if options.tpu_address else {})
     )
     chief = is_chief(strategy)
+    with run_directory.run_lock(options.output_dir, hold=chief):
+        return _pretrain(options, strategy, chief, started)
+
+
+def _pretrain(options: PretrainingOptions, strategy, chief: bool, started: float) -> dict:
     # Setup: the output directory, the records, the run file, the architecture.
     layout = inspect_records(options.train_data, "train_data")
     eval_layout = None
@@ -377,28 +388,62 @@ def _train(loop, manager, options, layout, masking, eval_fn, start_step, chief) 
     logs: dict = {}
     evaluation = seconds_per_step = None
     run_callbacks(callbacks, "on_train_begin", step)
-    while step < options.train_steps:
-        num_steps = min(
-            options.log_every_steps - step % options.log_every_steps, options.train_steps - step
-        )
-        interval_started = time.perf_counter()
-        sums = loop.train(iterator, num_steps)
-        seconds_per_step = (time.perf_counter() - interval_started) / num_steps
-        step = int(loop.optimizer.iterations.numpy())
-        # The mean of the steps' losses; the task losses and accuracies over every prediction.
-        logs = {**pretraining_logs(sums, options.sentence_order_loss_weight)}
-        logs["loss"] = sums["loss"] / num_steps
-        if not all(map(math.isfinite, logs.values())):
-            raise FloatingPointError(
-                f"The loss became NaN or infinite by step {step}; the last checkpoint in "
-                f"{manager.directory} precedes it."
+    stop = StopSignals()
+    with stop:
+        while step < options.train_steps:
+            num_steps = min(
+                options.log_every_steps - step % options.log_every_steps,
+                options.train_steps - step,
             )
-        evaluation = None
-        if eval_fn is not None and (step % eval_every == 0 or step >= options.train_steps):
-            evaluation = _evaluate(loop, eval_fn, options)
-            logs.update({f"val_{name}": value for name, value in evaluation.items()})
-        # The rate the last update used: the schedule at iterations - 1.
-        logs = {"step": step, "learning_rate": learning_rate_at(inner, step - 1), **logs}
-        run_callbacks(callbacks, "on_log", step, logs)
+            interval_started = time.perf_counter()
+            # One compiled call at a time, so that a signal is honoured after the current one.
+            sums, done = None, 0
+            while done < num_steps:
+                count = min(loop.steps_per_execution, num_steps - done)
+                part = loop.train(iterator, count)
+                sums = part if sums is None else {key: sums[key] + part[key] for key in sums}
+                done += count
+                if done < num_steps and stop.agreed(loop.strategy):
+                    break
+            step = int(loop.optimizer.iterations.numpy())
+            if done < num_steps:  # stopped inside a log interval: no row for its steps
+                manager.save(checkpoint_number=step)
+                raise _stopped(stop, options, step)
+            seconds_per_step = (time.perf_counter() - interval_started) / num_steps
+            logs, evaluation = _log(loop, sums, num_steps, step, eval_fn, options, manager, inner,
+                                    eval_every, callbacks)  # fmt: skip
+            if stop.agreed(loop.strategy) and step < options.train_steps:
+                if step % options.checkpoint_every_steps:  # else `checkpoints` saved it
+                    manager.save(checkpoint_number=step)
+                raise _stopped(stop, options, step)
     run_callbacks(callbacks, "on_train_end", step)
     return logs, evaluation, seconds_per_step
+
+
+def _stopped(stop: StopSignals, options: PretrainingOptions, step: int):
+    # The chief's path, also in a worker's message (its own copy is temporary).
+    path = os.path.join(options.output_dir, "checkpoints", f"ckpt-{step}")
+    return stop.interrupted(
+        f"stopped after step {step} of {options.train_steps}; checkpoint {path} written — "
+        "rerun the same command to resume"
+    )
+
+
+def _log(loop, sums, num_steps, step, eval_fn, options, manager, inner, eval_every, callbacks):
+    """The log row of the interval that ends at `step` (the checkpoint callback saves)."""
+    # The mean of the steps' losses; the task losses and accuracies over every prediction.
+    logs = {**pretraining_logs(sums, options.sentence_order_loss_weight)}
+    logs["loss"] = sums["loss"] / num_steps
+    if not all(map(math.isfinite, logs.values())):
+        raise FloatingPointError(
+            f"The loss became NaN or infinite by step {step}; the last checkpoint in "
+            f"{manager.directory} precedes it."
+        )
+    evaluation = None
+    if eval_fn is not None and (step % eval_every == 0 or step >= options.train_steps):
+        evaluation = _evaluate(loop, eval_fn, options)
+        logs.update({f"val_{name}": value for name, value in evaluation.items()})
+    # The rate the last update used: the schedule at iterations - 1.
+    logs = {"step": step, "learning_rate": learning_rate_at(inner, step - 1), **logs}
+    run_callbacks(callbacks, "on_log", step, logs)
+    return logs, evaluation

@@ -1,20 +1,26 @@
-"""A driver's output directory: made and probed before work starts, finished files written
-atomically (text, `.keras` models, copies, `summary.json`), and `run.json`, the options that fix
-a pretraining run, checked when the run resumes. Every path goes through `tf.io.gfile`: an
-output directory may be local or on any file system TensorFlow registers (`gs://...`)."""
+"""A driver's output directory: made and probed before work starts, held by one run at a time
+(`run_lock`), finished files written atomically (text, `.keras` models, copies,
+`summary.json`), and `run.json`, the options that fix a run, checked when the run resumes.
+Every path goes through `tf.io.gfile`: an output directory may be local or on any file system
+TensorFlow registers (`gs://...`)."""
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
+import socket
 import uuid
+from collections.abc import Iterator
 
 import keras
 import tensorflow as tf
 
-from keras_albert.text.files import write_text_atomically
+from keras_albert.text.files import is_remote, write_text_atomically
 
 RUN_FILE = "run.json"
+LOCK_FILE = "run.lock"
 # Names an earlier run.json used → today's (so runs started before the renames resume).
 _RENAMED_RUN_KEYS = {"total_steps": "train_steps", "vocabulary": "sentencepiece_model"}
 
@@ -37,10 +43,12 @@ def prepare_output_dir(path: str) -> None:
             f.write("ok")
         tf.io.gfile.remove(probe)
     except (OSError, tf.errors.OpError) as error:
-        detail = getattr(error, "strerror", None) or getattr(error, "message", None) or error
-        raise ValueError(
-            f"`output_dir` is not a writable directory: {path!r} ({detail})."
-        ) from None
+        raise _not_writable(path, error) from None
+
+
+def _not_writable(path: str, error: Exception) -> ValueError:
+    detail = getattr(error, "strerror", None) or getattr(error, "message", None) or error
+    return ValueError(f"`output_dir` is not a writable directory: {path!r} ({detail}).")
 
 
 def atomic_copy(source: str, path: str) -> None:
@@ -70,17 +78,25 @@ def read_run_file(directory: str) -> dict | None:
         return None
     with tf.io.gfile.GFile(path, "r") as f:
         recorded = json.load(f)
-    return {_RENAMED_RUN_KEYS.get(key, key): value for key, value in recorded.items()}
+    # A key is renamed only when the file lacks its new name (a record that has both is of
+    # today's options, where the old name may be a field of its own).
+    renamed = {old: new for old, new in _RENAMED_RUN_KEYS.items() if new not in recorded}
+    return {renamed.get(key, key): value for key, value in recorded.items()}
 
 
-def check_run_file(output_dir: str, current: dict, has_checkpoint: bool) -> None:
+def check_run_file(
+    output_dir: str, current: dict, has_checkpoint: bool, remedy: str = "the same options"
+) -> None:
     """A run with checkpoints must resume with the run-defining options it started with.
 
-    Options the recorded file does not name (it predates them) are not compared.
+    Options the recorded file does not name (it predates them) are not compared; values are
+    compared as JSON records them (a tuple is a list). `remedy` ends the message: what else
+    the user may do.
     """
     previous = read_run_file(output_dir)
     if previous is None or not has_checkpoint:
         return
+    current = json.loads(json.dumps(current))
     changed = {
         key: (previous[key], value)
         for key, value in current.items()
@@ -90,8 +106,7 @@ def check_run_file(output_dir: str, current: dict, has_checkpoint: bool) -> None
         details = ", ".join(f"{k}: {old!r} -> {new!r}" for k, (old, new) in changed.items())
         raise ValueError(
             f"{output_dir!r} holds a run with other options ({details}); resuming it with them "
-            "would change the data stream or the schedule. Use another `output_dir` or the "
-            "same options."
+            f"would change the data stream or the schedule. Use another `output_dir` or {remedy}."
         )
 
 
@@ -134,3 +149,101 @@ def restore_latest_intact(checkpoint: tf.train.Checkpoint, checkpoints_dir: str)
         f"No checkpoint of {checkpoints_dir} can be read (truncated or corrupt): "
         f"{'; '.join(unreadable)}. Remove them to start over, or restore the files."
     )
+
+
+@contextlib.contextmanager
+def run_lock(output_dir: str, hold: bool = True) -> Iterator[None]:
+    """Holds `output_dir` for this process while the block runs: one run per directory.
+
+    The lock is the file `output_dir/run.lock`, created atomically (`O_EXCL`) with this
+    process's pid and host name, and removed when the block ends however it ends. A directory
+    a live process holds is refused with one line (`FileExistsError`); a lock whose holder is
+    dead (same host, no such pid: a run that was SIGKILLed) is taken over, and said so. A lock
+    of another host cannot be checked: it is refused, naming the file to remove. The directory
+    is made if needed, and removed again if the block leaves it empty (a run that failed its
+    checks leaves nothing behind). `hold=False` (a worker that is not the chief) holds nothing.
+    Remote paths (`gs://`) have no atomic create: they are not locked.
+    """
+    if not hold or is_remote(output_dir):
+        yield
+        return
+    made = not os.path.isdir(output_dir)
+    path = os.path.join(output_dir, LOCK_FILE)
+    mine = f"{os.getpid()} {socket.gethostname()}\n"
+    try:
+        os.makedirs(output_dir, exist_ok=True)
+        _take_lock(path, mine)
+    except (FileExistsError, ValueError):
+        raise
+    except OSError as error:
+        raise _not_writable(output_dir, error) from None
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            with open(path, encoding="utf-8") as file:
+                if file.read() == mine:
+                    os.remove(path)
+        if made:
+            with contextlib.suppress(OSError):
+                os.rmdir(output_dir)  # only when empty
+
+
+def _take_lock(path: str, mine: str) -> None:
+    for _ in range(2):  # a stale lock is removed once, then created anew
+        try:
+            descriptor = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            holder = _read_holder(path)
+            if holder is None or not _is_dead(*holder):
+                break
+            print(f"keras_albert: {path}: taking over the lock of pid {holder[0]} (not running)")
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(path)
+            continue
+        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+            file.write(mine)
+        return
+    holder = _read_holder(path)
+    who = f"pid {holder[0]} on {holder[1]}" if holder else "an unknown process"
+    raise FileExistsError(
+        f"`output_dir` is held by another run ({who}, {path}): wait for it, stop it, or use "
+        f"another `output_dir`; if that run is gone, remove {path}"
+    )
+
+
+def _read_holder(path: str) -> tuple[int, str] | None:
+    try:
+        with open(path, encoding="utf-8") as file:
+            pid, host = file.read().split()
+        return int(pid), host
+    except (OSError, ValueError):
+        return None
+
+
+def _is_dead(pid: int, host: str) -> bool:
+    """Whether the lock's holder is known not to run: only a process of this host can be
+    asked."""
+    if host != socket.gethostname():
+        return False
+    try:
+        os.kill(pid, 0)
+    except OSError as error:
+        return error.errno == errno.ESRCH
+    return False
+
+
+def clear_run(output_dir: str, names: tuple[str, ...]) -> list[str]:
+    """Removes the files and directories `names` of `output_dir` (a run started over);
+    returns those that were there."""
+    removed = []
+    for name in names:
+        path = os.path.join(output_dir, name)
+        if tf.io.gfile.isdir(path):
+            tf.io.gfile.rmtree(path)
+        elif tf.io.gfile.exists(path):
+            tf.io.gfile.remove(path)
+        else:
+            continue
+        removed.append(name)
+    return removed

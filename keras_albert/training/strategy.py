@@ -304,7 +304,9 @@ def worker_output(
     )
     try:
         yield output
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as interrupt:
+        if hasattr(interrupt, "exit_status"):  # `interruption.Interrupted`: it says how to resume
+            raise
         raise KeyboardInterrupt(next_step()) from None
     except PEER_ERRORS as error:
         if num_workers(strategy) == 1:

@@ -274,3 +274,41 @@ def test_finetuning_on_two_workers_equals_one_process(tmp_path):
     for scratch in tmp_path.glob("tmp-*-worker*"):
         left = list(scratch.glob("keras_albert-*"))
         assert not left, left
+
+
+def test_sigterm_to_one_worker_stops_both_at_the_same_checkpointed_step(tmp_path):
+    """The signal reaches the worker that is not the chief only; the workers agree after each
+    step (an all-reduce of their flags), both save the same step (the chief keeps it) and
+    exit 143 with one line each; the rerun of both resumes there and finishes."""
+    shared = tmp_path / "shared"
+    command = finetune_command(tmp_path, shared, "multi_worker")
+    command[command.index("--train-steps") + 1] = "12"
+    chief, worker = start_workers([command, command], tmp_path, 0)
+    checkpoints = shared / "checkpoints"
+    deadline = time.monotonic() + TIMEOUT_S
+    try:
+        while time.monotonic() < deadline and chief.poll() is None:
+            if (checkpoints / "checkpoint").exists():  # after the first evaluation (step 4)
+                worker.send_signal(signal.SIGSTOP)  # the chief waits for it at the next step
+                break
+            time.sleep(0.005)
+        assert chief.poll() is None, "the run ended before the signal"
+        worker.send_signal(signal.SIGTERM)
+        worker.send_signal(signal.SIGCONT)
+    finally:
+        outputs = wait_all([chief, worker])
+    for process, output in zip((chief, worker), outputs, strict=True):
+        assert process.returncode == 143, output[-4000:]
+        lines = [line for line in output.splitlines() if line.startswith("interrupted: SIGTERM")]
+        assert len(lines) == 1 and "Traceback" not in output, output[-4000:]
+    stopped = int(re.search(r"stopped after step (\d+) of 12", outputs[0]).group(1))
+    # The same step on both, and the worker names the chief's checkpoint, not its own copy.
+    path = f"{checkpoints / f'ckpt-{stopped}'} written"
+    assert path in outputs[0] and f"stopped after step {stopped} of 12" in outputs[1]
+    assert path in outputs[1]
+    state = (checkpoints / "checkpoint").read_text()
+    assert f'model_checkpoint_path: "ckpt-{stopped}"' in state and 4 <= stopped < 12
+
+    outputs = run_workers([command, command], tmp_path)
+    assert f"(step {stopped})" in outputs[0] and f"(step {stopped})" in outputs[1]
+    assert [row["step"] for row in history(shared)] == ["4", "8", "12"]

@@ -235,3 +235,46 @@ def test_mirrored_mlm_loss_normalizes_each_replica_by_its_own_real_predictions(t
     global_loss = (weights * nll).sum() / (weights.sum() + 1e-5)
     np.testing.assert_allclose(mirrored, np.mean(per_replica), rtol=1e-12)
     assert abs(np.mean(per_replica) - global_loss) > 1e-2  # the case is exercised
+
+
+def test_sigterm_checkpoints_the_step_exits_143_and_the_rerun_loses_no_step(tmp_path):
+    """SIGTERM inside a log interval: the current step finishes, its checkpoint is written,
+    the run exits 143 with one line naming it; the rerun resumes there and ends bit for bit
+    as an uninterrupted run."""
+    for i in range(2):
+        write_records(tmp_path / f"train-{i}.tfrecord", 40, seed=i)
+    train_steps = 24
+    extra = ("--log-every-steps", "12", "--checkpoint-every-steps", "12")
+    reference = tmp_path / "reference"
+    reference_process = start(pretrain_command(tmp_path, reference, train_steps, extra))
+    interrupted = tmp_path / "interrupted"
+    command = pretrain_command(tmp_path, interrupted, train_steps, extra)
+    process = start(command)
+    deadline = time.monotonic() + TIMEOUT_S
+    try:
+        # Once step 12's checkpoint is registered, the run is inside the second interval.
+        while time.monotonic() < deadline and process.poll() is None:
+            if tf.train.latest_checkpoint(str(interrupted / "checkpoints")):
+                process.send_signal(signal.SIGSTOP)
+                break
+            time.sleep(0.005)
+        assert process.poll() is None, "the run ended before the signal"
+        process.send_signal(signal.SIGTERM)
+        process.send_signal(signal.SIGCONT)
+        output, _ = process.communicate(timeout=TIMEOUT_S)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 143, output[-4000:]
+    lines = [line for line in output.splitlines() if line.startswith("interrupted: SIGTERM")]
+    assert len(lines) == 1 and "Traceback" not in output, output[-4000:]
+    stopped = int(re.search(r"stopped after step (\d+) of 24", lines[0]).group(1))
+    latest = tf.train.latest_checkpoint(str(interrupted / "checkpoints"))
+    assert latest.endswith(f"ckpt-{stopped}") and f"ckpt-{stopped}" in lines[0]
+    assert 12 <= stopped < train_steps and not (interrupted / "run.lock").exists()
+
+    (rerun_output,) = finish(start(command))
+    assert f"(step {stopped})" in rerun_output  # no step lost
+    finish(reference_process)
+    for expected, actual in zip(final_weights(reference), final_weights(interrupted), strict=True):
+        np.testing.assert_array_equal(actual, expected)

@@ -2,6 +2,9 @@
 
 import json
 import os
+import socket
+import subprocess
+import sys
 
 import pytest
 
@@ -82,3 +85,52 @@ def test_an_unreadable_latest_checkpoint_falls_back_to_the_one_before(tmp_path, 
         run_directory.restore_latest_intact(checkpoint, str(tmp_path))
     assert all(f"ckpt-{step} (" in str(error.value) for step in (1, 2, 3))
     assert run_directory.restore_latest_intact(checkpoint, str(tmp_path / "none")) is None
+
+
+def test_run_lock_refuses_a_live_or_foreign_holder_takes_over_a_dead_one(tmp_path, capsys):
+    output_dir = tmp_path / "run"
+    lock = output_dir / run_directory.LOCK_FILE
+    with run_directory.run_lock(str(output_dir)):
+        assert lock.read_text() == f"{os.getpid()} {socket.gethostname()}\n"
+        with pytest.raises(FileExistsError, match=rf"held by another run \(pid {os.getpid()} "):
+            with run_directory.run_lock(str(output_dir)):
+                pass
+        assert lock.exists()  # the refused one leaves the holder's lock alone
+    assert not output_dir.exists()  # made for the lock and left empty: removed
+
+    output_dir.mkdir()
+    lock.write_text("12345 another-host\n")  # another host's process cannot be asked
+    with pytest.raises(FileExistsError, match=r"pid 12345 on another-host.*remove .*run.lock"):
+        with run_directory.run_lock(str(output_dir)):
+            pass
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    lock.write_text(f"{dead.pid} {socket.gethostname()}\n")
+    with run_directory.run_lock(str(output_dir)):
+        (output_dir / "kept.txt").write_text("x")
+    assert f"taking over the lock of pid {dead.pid} (not running)" in capsys.readouterr().out
+    assert not lock.exists() and (output_dir / "kept.txt").exists()
+    with run_directory.run_lock(str(output_dir), hold=False):  # a worker that is not the chief
+        assert not lock.exists()
+
+
+def test_clear_run_removes_only_the_named_outputs(tmp_path):
+    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "checkpoints" / "ckpt-1.index").write_text("x")
+    (tmp_path / "history.csv").write_text("step\n1\n")
+    (tmp_path / "notes.txt").write_text("mine")
+    removed = run_directory.clear_run(str(tmp_path), ("checkpoints", "history.csv", "logs"))
+    assert removed == ["checkpoints", "history.csv"]
+    assert sorted(os.listdir(tmp_path)) == ["notes.txt"]
+
+
+def test_run_file_of_todays_options_keeps_an_old_name_and_compares_tuples_as_lists(tmp_path):
+    # A record holding both names is of today's options: `vocabulary` is a field of its own.
+    current = {"vocabulary": "vocab.txt", "sentencepiece_model": None, "labels": ("a", "b")}
+    run_directory.write_run_file(str(tmp_path), current)
+    assert run_directory.read_run_file(str(tmp_path)) == {**current, "labels": ["a", "b"]}
+    run_directory.check_run_file(str(tmp_path), current, True)
+    with pytest.raises(ValueError, match=r"labels: \['a', 'b'\] -> \['b', 'a'\].*or `force`"):
+        run_directory.check_run_file(
+            str(tmp_path), {**current, "labels": ("b", "a")}, True, remedy="`force`"
+        )

@@ -1,0 +1,277 @@
+"""Fine-tuning survives interruption: a run SIGKILLed or SIGTERMed and rerun ends where an
+uninterrupted one ends (weights bit for bit, history rows, best model, metrics); SIGTERM saves
+the step it stopped at and exits 143 with one line; one run per output directory; a resume
+with other options is refused, `--force` starts over.
+
+The tool runs in subprocesses (real signals) on SST-2 rows of tests/data with a tiny model
+over the real 30k vocabulary; a NER run is interrupted in process (its directory put back to
+an earlier checkpoint, as a kill right after that checkpoint leaves it)."""
+
+import csv
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_albert import AlbertConfig
+from keras_albert.finetuning.driver import finetune
+from keras_albert.finetuning.options import FinetuningOptions
+from keras_albert.training import run_directory
+from tests.helpers import TINY
+from tests.text._paths import ALBERT_SPM, DATA_DIR
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+TOOL = REPO_ROOT / "tools" / "finetune.py"
+GLUE = os.path.join(DATA_DIR, "glue")
+TIMEOUT_S = 240
+TRAIN_STEPS = 48  # 3 evaluations of 16 steps
+
+
+@pytest.fixture(scope="module")
+def config_path(tmp_path_factory):
+    path = tmp_path_factory.mktemp("config") / "albert_config.json"
+    AlbertConfig(**{**TINY, "vocabulary_size": 30000, "num_layers": 2}).to_json(path)
+    return str(path)
+
+
+def command(config_path, output_dir, *extra):
+    return [
+        sys.executable, str(TOOL), "--task", "SST-2",
+        "--train-data", os.path.join(GLUE, "sst2_train.tsv"),
+        "--eval-data", os.path.join(GLUE, "sst2_dev.tsv"),
+        "--config", config_path, "--sentencepiece-model", ALBERT_SPM,
+        "--output-dir", str(output_dir), "--sequence-length", "32", "--batch-size", "4",
+        "--train-steps", str(TRAIN_STEPS), "--epochs", "3", "--learning-rate", "1e-3",
+        "--seed", "3", "--strategy", "cpu", "--jit-compile", "false", "--verbose", "0", *extra,
+    ]  # fmt: skip
+
+
+def start(argv):
+    env = {key: value for key, value in os.environ.items() if key != "TF_CONFIG"}
+    env.update(PYTHONPATH=str(REPO_ROOT), KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="2")
+    return subprocess.Popen(
+        argv, env=env, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+
+
+def finish(process, status=0):
+    try:
+        output, _ = process.communicate(timeout=TIMEOUT_S)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == status, output[-4000:]
+    return output
+
+
+def latest_step(output_dir):
+    latest = tf.train.latest_checkpoint(str(Path(output_dir) / "checkpoints"))
+    return None if latest is None else int(latest.rsplit("-", 1)[1])
+
+
+def wait_for_checkpoint(process, output_dir, at_least):
+    """Polls until a checkpoint of step >= `at_least` is registered, then stops the process
+    (SIGSTOP) before it can go on: the signal the test sends next meets a run mid-way."""
+    deadline = time.monotonic() + TIMEOUT_S
+    while time.monotonic() < deadline and process.poll() is None:
+        step = latest_step(output_dir)
+        if step is not None and step >= at_least:
+            process.send_signal(signal.SIGSTOP)
+            return step
+        time.sleep(0.005)
+    raise AssertionError(f"no checkpoint >= {at_least}: {process.communicate()[0][-4000:]}")
+
+
+def history(output_dir):
+    with open(Path(output_dir) / "history.csv", encoding="utf-8") as file:
+        return list(csv.DictReader(file))
+
+
+def assert_same_run(actual, expected):
+    """Bit for bit: the same batches meet the same weights and dropout masks in the same
+    order, and a checkpoint restores exact copies."""
+    actual, expected = Path(actual), Path(expected)
+    assert history(actual) == history(expected)
+    for name in ("metrics.json", "eval_predictions.tsv"):
+        assert (actual / name).read_text() == (expected / name).read_text(), name
+    summaries = [json.loads((path / "summary.json").read_text()) for path in (actual, expected)]
+    for key in ("history", "best", "best_epoch"):
+        assert summaries[0][key] == summaries[1][key], key
+    weights = [keras.models.load_model(path / "best.keras").get_weights() for path in
+               (actual, expected)]  # fmt: skip
+    for a, b in zip(*weights, strict=True):
+        np.testing.assert_array_equal(a, b)
+    final = [
+        tf.train.load_checkpoint(tf.train.latest_checkpoint(str(path / "checkpoints")))
+        for path in (actual, expected)
+    ]
+    names = sorted(name for name, _ in tf.train.list_variables(
+        tf.train.latest_checkpoint(str(expected / "checkpoints"))))  # fmt: skip
+    assert any("model" in name for name in names)
+    for name in names:
+        if "save_counter" in name:
+            continue
+        np.testing.assert_array_equal(final[0].get_tensor(name), final[1].get_tensor(name), name)
+
+
+@pytest.fixture(scope="module")
+def reference(config_path, tmp_path_factory):
+    """The uninterrupted run (checkpoints every 4 steps, as the interrupted ones)."""
+    output_dir = tmp_path_factory.mktemp("reference") / "run"
+    finish(start(command(config_path, output_dir, "--checkpoint-every-steps", "4")))
+    return output_dir
+
+
+def test_sigkill_then_rerun_ends_like_an_uninterrupted_run(config_path, reference, tmp_path):
+    output_dir = tmp_path / "run"
+    argv = command(config_path, output_dir, "--checkpoint-every-steps", "4")
+    process = start(argv)
+    killed_at = wait_for_checkpoint(process, output_dir, 20)  # mid-way through stretch 2
+    process.kill()
+    process.wait(timeout=30)
+    assert killed_at < TRAIN_STEPS and not (output_dir / "summary.json").exists()
+
+    output = finish(start(argv))
+    resumed = re.findall(r"resuming from \S+ \(step (\d+)\)", output)
+    assert len(resumed) == 1 and int(resumed[0]) >= killed_at, output[-4000:]
+    summary = json.loads((output_dir / "summary.json").read_text())
+    assert summary["resumed_from_step"] == int(resumed[0])
+    assert_same_run(output_dir, reference)
+
+
+def test_sigterm_saves_the_step_exits_143_and_the_rerun_loses_nothing(
+    config_path, reference, tmp_path
+):
+    output_dir = tmp_path / "run"
+    # Checkpoints only after evaluations: the one SIGTERM writes is its own.
+    argv = command(config_path, output_dir, "--checkpoint-every-steps", "none")
+    process = start(argv)
+    first = wait_for_checkpoint(process, output_dir, 1)
+    assert first == 16
+    process.send_signal(signal.SIGTERM)
+    process.send_signal(signal.SIGCONT)
+    output = finish(process, status=143)
+    lines = [line for line in output.splitlines() if line.startswith("interrupted:")]
+    assert len(lines) == 1, output[-4000:]
+    stopped = int(re.search(r"stopped after step (\d+) of 48", lines[0]).group(1))
+    assert "rerun the same command to resume" in lines[0] and "Traceback" not in output
+    assert latest_step(output_dir) == stopped and 16 <= stopped < TRAIN_STEPS
+    assert f"ckpt-{stopped}" in lines[0]
+    assert not (output_dir / "run.lock").exists()
+
+    output = finish(start(argv))
+    assert f"(step {stopped})" in output  # zero steps lost
+    # The history rows and the final weights are the reference's (whose checkpoints came
+    # every 4 steps: where a run checkpoints does not change what it computes).
+    assert history(output_dir) == history(reference)
+    final = keras.models.load_model(output_dir / "best.keras").get_weights()
+    expected = keras.models.load_model(reference / "best.keras").get_weights()
+    for a, b in zip(final, expected, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert (output_dir / "metrics.json").read_text() == (reference / "metrics.json").read_text()
+
+
+def test_one_run_per_directory_and_a_dead_holder_is_taken_over(config_path, tmp_path):
+    output_dir = tmp_path / "run"
+    with run_directory.run_lock(str(output_dir)):  # this test process is a live run
+        output = finish(start(command(config_path, output_dir)), status=1)
+    lines = [line for line in output.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and "is held by another run" in lines[0], output[-4000:]
+    assert f"pid {os.getpid()}" in lines[0] and "Traceback" not in output
+    assert not output_dir.exists()  # the lock's directory, left empty, is removed
+
+    # A lock left by a killed run (a pid that no longer runs, on this host) is taken over.
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    output_dir.mkdir()
+    (output_dir / "run.lock").write_text(f"{dead.pid} {os.uname().nodename}\n")
+    options = FinetuningOptions(
+        "SST-2", os.path.join(GLUE, "sst2_train.tsv"), os.path.join(GLUE, "sst2_dev.tsv"),
+        str(output_dir), config=config_path, sentencepiece_model=ALBERT_SPM,
+        sequence_length=32, batch_size=4, train_steps=2, epochs=1, verbose=0,
+    )  # fmt: skip
+    finetune(options)
+    assert not (output_dir / "run.lock").exists() and (output_dir / "summary.json").exists()
+
+
+def test_a_resume_with_other_options_is_refused_and_force_starts_over(
+    config_path, tmp_path, capsys
+):
+    base = dict(
+        task="SST-2", train_data=os.path.join(GLUE, "sst2_train.tsv"),
+        eval_data=os.path.join(GLUE, "sst2_dev.tsv"), output_dir=str(tmp_path / "run"),
+        config=config_path, sentencepiece_model=ALBERT_SPM, sequence_length=32,
+        batch_size=4, train_steps=4, epochs=2, verbose=0,
+    )  # fmt: skip
+    first = finetune(FinetuningOptions(**base))
+    assert first["resumed_from_step"] is None
+    for change in ({"seed": 1}, {"batch_size": 2}, {"sequence_length": 16}):
+        name, value = next(iter(change.items()))
+        with pytest.raises(ValueError, match=rf"\({name}: \S+ -> {value}\).*`force` to start"):
+            finetune(FinetuningOptions(**{**base, **change}))
+    # Options that do not change the run may: a finished run, rerun, trains nothing more.
+    again = finetune(FinetuningOptions(**{**base, "keep_checkpoints": 5}))
+    assert again["resumed_from_step"] == 4 and again["history"] == first["history"]
+    assert len(history(tmp_path / "run")) == 2
+
+    capsys.readouterr()
+    forced = finetune(FinetuningOptions(**{**base, "seed": 1, "force": True}))
+    assert "force: removed checkpoints, history.csv, logs, best.keras" in capsys.readouterr().out
+    assert forced["resumed_from_step"] is None and forced["history"] != first["history"]
+    assert len(history(tmp_path / "run")) == 2 and latest_step(tmp_path / "run") == 4
+
+
+def test_ner_resumed_from_an_earlier_checkpoint_ends_like_the_uninterrupted_run(
+    config_path, tmp_path
+):
+    """The directory a run SIGKILLed right after its step-3 checkpoint leaves: later
+    checkpoints unregistered, history rows and a best model of later steps (they are
+    written before the next checkpoint). The rerun drops the rows, trains steps 4-8 again
+    and ends as the uninterrupted run, bit for bit."""
+    lines = Path(DATA_DIR, "ner", "wnut17_dev.conll").read_text(encoding="utf-8")
+    data = tmp_path / "ner.conll"
+    data.write_text("".join(lines.splitlines(keepends=True)[:160]), encoding="utf-8")
+    options = dict(
+        task="ner", train_data=str(data), eval_data=str(data), config=config_path,
+        sentencepiece_model=ALBERT_SPM, sequence_length=32, batch_size=4, train_steps=8,
+        epochs=2, learning_rate=1e-3, checkpoint_every_steps=3, keep_checkpoints=10,
+        verbose=0,
+    )  # fmt: skip
+    reference = tmp_path / "reference"
+    finetune(FinetuningOptions(output_dir=str(reference), **options))
+    interrupted = tmp_path / "interrupted"
+    shutil.copytree(reference, interrupted)
+    checkpoints = interrupted / "checkpoints"
+    assert latest_step(interrupted) == 8
+    for later in ("ckpt-4", "ckpt-6", "ckpt-8"):  # evaluations after 4 and 8, every 3
+        assert list(checkpoints.glob(f"{later}.*"))
+    (checkpoints / "checkpoint").write_text(
+        'model_checkpoint_path: "ckpt-3"\nall_model_checkpoint_paths: "ckpt-3"\n'
+    )
+    # Step 3 precedes the first evaluation: no best model yet.
+    for name in ("best.keras", "summary.json", "metrics.json", "eval_predictions.conll"):
+        (interrupted / name).unlink()
+    rows_before = len(history(interrupted))
+
+    summary = finetune(FinetuningOptions(output_dir=str(interrupted), **options))
+    assert summary["resumed_from_step"] == 3 and rows_before == 2
+    assert history(interrupted) == history(reference)
+    assert (interrupted / "metrics.json").read_text() == (reference / "metrics.json").read_text()
+    assert (interrupted / "eval_predictions.conll").read_text() == (
+        reference / "eval_predictions.conll"
+    ).read_text()
+    weights = [
+        keras.models.load_model(p / "best.keras").get_weights() for p in (interrupted, reference)
+    ]
+    for a, b in zip(*weights, strict=True):
+        np.testing.assert_array_equal(a, b)
