@@ -8,8 +8,10 @@ from keras_albert.convert.resolve import (
     CheckpointNotFoundError,
     detect_format,
     find_sentencepiece_model,
+    find_vocabulary,
     load_checkpoint,
     resolve_config,
+    resolve_normalization,
 )
 
 __all__ = [
@@ -19,7 +21,9 @@ __all__ = [
     "CheckpointNotFoundError",
     "detect_format",
     "find_sentencepiece_model",
+    "find_vocabulary",
     "load_checkpoint",
     "resolve_config",
+    "resolve_normalization",
     "save_checkpoint",
 ]

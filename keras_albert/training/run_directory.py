@@ -16,7 +16,7 @@ from keras_albert.text.files import write_text_atomically
 
 RUN_FILE = "run.json"
 # Names an earlier run.json used → today's (so runs started before the renames resume).
-_RENAMED_RUN_KEYS = {"total_steps": "train_steps", "vocabulary": "sentencepiece_model"}
+_RENAMED_RUN_KEYS = {"total_steps": "train_steps", "sentencepiece_model": "vocabulary"}
 
 
 def check_output_dir(path: str) -> None:

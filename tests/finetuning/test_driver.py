@@ -100,7 +100,7 @@ def test_every_task_end_to_end(task, tiny_config_path, tmp_path):
             eval_data=eval_data,
             output_dir=str(output_dir),
             config=tiny_config_path,
-            sentencepiece_model=ALBERT_MODEL,
+            vocabulary=ALBERT_MODEL,
             sequence_length=32,
             train_steps=2,
             batch_size=4,
@@ -197,7 +197,7 @@ def test_from_pretraining_output_generic_csv_learns_and_predicts_with_the_best_m
     sizes = dict(embedding_dim=32, hidden_dim=64, intermediate_dim=128, num_heads=4)
     pretrainer = AlbertPretrainer(AlbertBackbone(**{**TINY_30K, **sizes}))
     pretrainer.save(pretraining / "pretrainer.keras")
-    (pretraining / "run.json").write_text(json.dumps({"sentencepiece_model": ALBERT_MODEL}))
+    (pretraining / "run.json").write_text(json.dumps({"vocabulary": ALBERT_MODEL}))
     train = tmp_path / "train.csv"
     _reviews_csv(train, ("a {0}, {0} film", "{} acting", "the plot was {}", "{} from start to end"))
     evaluation = tmp_path / "eval.csv"
@@ -250,7 +250,7 @@ def test_cli_runs_the_driver_and_bad_input_names_file_and_line(tmp_path, monkeyp
     bad = tmp_path / "bad.tsv"
     bad.write_text("sentence\tlabel\ngood\t1\nbad\tpositive\n", encoding="utf-8")
     argv = ["finetune.py", "--task", "SST-2", "--train-data", str(bad), "--eval-data", str(bad)]
-    argv += ["--preset", "albert_base_v2", "--sentencepiece-model", ALBERT_MODEL]
+    argv += ["--preset", "albert_base_v2", "--vocabulary", ALBERT_MODEL]
     argv += ["--output-dir", str(tmp_path / "x"), "--debug"]  # the exception, not one line
     monkeypatch.setattr(sys, "argv", argv)
     with pytest.raises(glue.DataFormatError, match=rf"{bad}:3: label 'positive'"):
