@@ -197,7 +197,9 @@ def test_from_pretraining_output_generic_csv_learns_and_predicts_with_the_best_m
     sizes = dict(embedding_dim=32, hidden_dim=64, intermediate_dim=128, num_heads=4)
     pretrainer = AlbertPretrainer(AlbertBackbone(**{**TINY_30K, **sizes}))
     pretrainer.save(pretraining / "pretrainer.keras")
-    (pretraining / "run.json").write_text(json.dumps({"vocabulary": ALBERT_MODEL}))
+    # An accent-keeping pretraining run (its templates are ASCII: the same pieces either way).
+    recorded = {"vocabulary": ALBERT_MODEL, "strip_accents": False}
+    (pretraining / "run.json").write_text(json.dumps(recorded))
     train = tmp_path / "train.csv"
     _reviews_csv(train, ("a {0}, {0} film", "{} acting", "the plot was {}", "{} from start to end"))
     evaluation = tmp_path / "eval.csv"
@@ -230,6 +232,9 @@ def test_from_pretraining_output_generic_csv_learns_and_predicts_with_the_best_m
     assert summary["num_train_examples"] == 40 and summary["options"]["init_checkpoint"]
     assert summary["num_test_examples"] == 20 and summary["num_skipped"]["test"] == 0
     assert summary["best"]["accuracy"] >= 0.9, summary["history"]
+    # Fine-tuning normalized as the pretraining run recorded, and records it for the export.
+    assert summary["strip_accents"] is False and "lowercase" not in summary
+    assert (output_dir / "tokenizer.model").read_bytes() == open(ALBERT_MODEL, "rb").read()
 
     eval_rows = _read_predictions(output_dir / "eval_predictions.tsv")
     assert [row["label"] for row in eval_rows] == eval_labels

@@ -576,3 +576,21 @@ def test_multi_worker_is_not_refused(tmp_path, records, monkeypatch):
 def test_bad_options(tmp_path, records, changes, message):
     with pytest.raises(ValueError, match=message):
         options(tmp_path, records, **changes)
+
+
+def test_a_changed_normalization_is_recorded_for_fine_tuning_and_the_export(tmp_path, records):
+    from keras_albert.convert import resolve_normalization
+
+    short = dict(train_steps=2, warmup_steps=1, log_every_steps=2, checkpoint_every_steps=2)
+    pretrain(options(tmp_path, records, **short))
+    recorded = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert "lowercase" not in recorded and "strip_accents" not in recorded  # the defaults
+    pretrain(
+        options(tmp_path, records, output_dir=str(tmp_path / "cased"), lowercase=False, **short)
+    )
+    recorded = json.loads((tmp_path / "cased" / "run.json").read_text())
+    assert recorded["lowercase"] is False and "strip_accents" not in recorded
+    assert resolve_normalization(str(tmp_path / "cased")) == {
+        "lowercase": False,
+        "strip_accents": True,
+    }
