@@ -2,7 +2,7 @@
 from scratch, fine-tuned with the same budget. Run by hand (not a test):
 
     python benchmarks/finetune_sst2_pretrained_vs_scratch.py \\
-        --pretrained runs/austen/model --sentencepiece-model runs/austen/spm/austen.model \\
+        --pretrained runs/austen/model --vocabulary runs/austen/spm/austen.model \\
         --glue-dir ../shared/data/glue --output-dir runs/sst2_compare --scale 0.15
 
 `--pretrained` is a pretraining output directory (with `pretrainer.keras`) or a `.keras` file;
@@ -43,7 +43,7 @@ from keras_albert.finetuning.driver import FinetuningOptions, finetune  # noqa: 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pretrained", required=True)
-    parser.add_argument("--sentencepiece-model", required=True)
+    parser.add_argument("--vocabulary", "--sentencepiece-model", required=True)
     parser.add_argument("--glue-dir", default="../shared/data/glue")
     parser.add_argument("--output-dir", required=True)
     parser.add_argument("--scale", type=float, default=0.15, help="times run_glue.sh's steps")
@@ -69,7 +69,7 @@ def main() -> None:
         task="SST-2",
         train_data=train_data,
         eval_data=os.path.join(args.glue_dir, "SST-2", "dev.tsv"),
-        sentencepiece_model=args.sentencepiece_model,
+        vocabulary=args.vocabulary,
         sequence_length=args.sequence_length,
         scale=args.scale,
         learning_rate=args.learning_rate,

@@ -244,8 +244,10 @@ def accuracy(args, tokenizer, directory: str) -> dict:
         model = keras.models.load_model(checkpoint)
         depth = model.backbone.albert_config.num_layers
         row = {"num_layers": depth, "checkpoint": checkpoint}
-        spm = args.sentencepiece_models.get(label)
-        module = AlbertServingModule(model, AlbertTokenizer(spm) if spm else tokenizer)
+        vocabulary = args.vocabularies.get(label)
+        module = AlbertServingModule(
+            model, AlbertTokenizer(vocabulary) if vocabulary else tokenizer
+        )
         batches = [packed(module, texts[i : i + 64]) for i in range(0, len(texts), 64)]
 
         def score(logits):
@@ -360,10 +362,11 @@ def main() -> None:
         "--models", nargs="*", default=[], help="LABEL=fine-tuned classifier .keras, for accuracy"
     )
     parser.add_argument(
+        "--vocabularies",
         "--sentencepiece-models",
         nargs="*",
         default=[],
-        help="LABEL=SentencePiece model of that --models entry (default: the 30k original)",
+        help="LABEL=tokenizer vocabulary of that --models entry (default: the 30k original)",
     )
     parser.add_argument("--skip-onnx", action="store_true")
     parser.add_argument("--skip-speed", action="store_true")
@@ -379,7 +382,7 @@ def main() -> None:
         if precision not in PRECISIONS:
             parser.error(f"--depth-precisions must name {PRECISIONS}. Received: {precision!r}")
     args.models = dict(item.split("=", 1) for item in args.models)
-    args.sentencepiece_models = dict(item.split("=", 1) for item in args.sentencepiece_models)
+    args.vocabularies = dict(item.split("=", 1) for item in args.vocabularies)
 
     result = {
         "command": " ".join(sys.argv),

@@ -18,7 +18,8 @@ usage), Ctrl-C one line; `--debug` shows the traceback. (TensorFlow's start-up l
 Annotations understood: `int`, `float`, `str`, `bool` (`--x` / `--no-x`), `X | None`,
 `tuple[str, ...]` (comma-separated), `Literal[...]` (choices), and `bool | str` fields whose
 metadata gives `{"parse": function}`. A field's metadata may also give `"choices"`, `"nargs"`,
-`"metavar"` or `"flag": False` (not on the command line: set by the tool).
+`"metavar"`, `"flag": False` (not on the command line: set by the tool) or `"aliases"`: the
+field's former flag names, kept for every tool that has the field (`VOCABULARY_METADATA`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,10 @@ import typing
 
 _ARGS_HEADER = re.compile(r"^\s*Args:\s*$")
 _ENTRY = re.compile(r"^(\s*)([A-Za-z_][A-Za-z0-9_]*(?:\s*,\s*[A-Za-z_][A-Za-z0-9_]*)*):\s?(.*)$")
+
+# The tokenizer's vocabulary file (a SentencePiece model or a WordPiece vocabulary) is
+# `vocabulary` in every option class; `--sentencepiece-model` is its name from before WordPiece.
+VOCABULARY_METADATA = {"aliases": ("--sentencepiece-model",)}
 
 
 def flag_name(field_name: str) -> str:
@@ -121,8 +126,8 @@ def add_options(
     Args:
         parser: an `argparse.ArgumentParser` or argument group.
         options_class: a dataclass whose docstring documents its fields under `Args:`.
-        aliases: extra flag spellings per field (e.g. the original tool's `--max_seq_length`);
-            they are listed in the flag's help.
+        aliases: extra flag spellings per field (e.g. the original tool's `--max_seq_length`),
+            after those of the field's metadata; they are listed in the flag's help.
         exclude: fields the tool sets itself (they get no flag).
     """
     aliases = dict(aliases or {})
@@ -139,9 +144,10 @@ def add_options(
             continue
         kwargs = _argument_kwargs(field, hints[field.name])
         help_text = docs.get(field.name, "").replace("%", "%%")
-        spellings = (flag_name(field.name), *aliases.get(field.name, ()))
-        if aliases.get(field.name):
-            help_text += f" (also: {', '.join(aliases[field.name])})"
+        others = (*field.metadata.get("aliases", ()), *aliases.get(field.name, ()))
+        spellings = (flag_name(field.name), *others)
+        if others:
+            help_text += f" (also: {', '.join(others)})"
         if field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
             kwargs["required"] = True
         else:

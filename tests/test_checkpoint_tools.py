@@ -39,7 +39,7 @@ def test_positional_arguments_and_flags_reach_the_options():
     )
     options = options_from_args(args, tool.ExportOptions, checkpoint=args.checkpoint)
     assert options.checkpoint == "run/" and options.output_dir == "out" and options.pair
-    assert options.class_names == ["no", "yes"] and options.sentencepiece_model is None
+    assert options.class_names == ["no", "yes"] and options.vocabulary is None
     client = _tool("serving_client")
     args = client.build_parser().parse_args(["a", "b", "--protocol", "grpc"])
     assert options_from_args(args, client.ClientOptions, texts=tuple(args.texts)).texts == (

@@ -10,6 +10,7 @@ from typing import Literal
 import pytest
 
 from keras_albert.cli import (
+    VOCABULARY_METADATA,
     add_options,
     field_docs,
     flag_name,
@@ -99,6 +100,55 @@ def test_check_tool_flags_fails_on_a_second_spelling_or_a_changed_default():
     parser.set_defaults(sequence_length=128)
     with pytest.raises(AssertionError):
         check_tool_flags(parser, _Options)
+
+
+TOOLS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools")
+
+
+@pytest.mark.parametrize(
+    "tool, argv",
+    [
+        ("train_tokenizer", ["--inputs", "a.txt"]),
+        ("create_pretraining_data", ["--inputs", "a.txt", "--output-dir", "out"]),
+        ("pretrain", ["--train-data", "d", "--output-dir", "o", "--train-steps", "1",
+                      "--batch-size", "1", "--preset", "albert_base_v2"]),
+        ("finetune", ["--task", "SST-2", "--train-data", "t", "--eval-data", "e",
+                      "--output-dir", "o"]),
+        ("export_saved_model", ["run/best.keras"]),
+    ],
+)  # fmt: skip
+def test_every_tool_takes_the_vocabulary_under_its_one_name_and_the_old_one(tool, argv):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(tool, os.path.join(TOOLS, f"{tool}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    parser = module.build_parser()
+    for flag in ("--vocabulary", "--sentencepiece-model"):
+        assert parser.parse_args([*argv, flag, "vocab_chinese.txt"]).vocabulary == (
+            "vocab_chinese.txt"
+        )
+    assert "(also: --sentencepiece-model" in " ".join(parser.format_help().split())
+
+
+def test_metadata_aliases_come_before_the_tools_own():
+    @dataclasses.dataclass(frozen=True)
+    class Options:
+        """Args:
+        vocabulary: the file.
+        """
+
+        vocabulary: str = dataclasses.field(default="v", metadata=VOCABULARY_METADATA)
+
+    parser = argparse.ArgumentParser()
+    add_options(parser, Options, aliases={"vocabulary": ("--spm_model_file",)})
+    action = next(a for a in parser._actions if a.dest == "vocabulary")
+    assert action.option_strings == ["--vocabulary", "--sentencepiece-model", "--spm_model_file"]
+    assert (
+        action.help
+        == "the file. (also: --sentencepiece-model, --spm_model_file) (default: %(default)s)"
+    )
+    check_tool_flags(parser, Options, {"vocabulary": ("--spm_model_file",)})
 
 
 def test_unknown_alias_is_refused():

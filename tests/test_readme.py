@@ -1,11 +1,12 @@
-"""The README's "Step by step" block runs as written, so that it cannot drift from the tools.
+"""The README's "Step by step" block and its Chinese run run as written, so that they cannot
+drift from the tools.
 
-The block between the `step-by-step` markers of README.md is run command by command with bash
-in a scratch directory that looks like the repository root (`tools/` and `data/` linked in, a
-`.venv/bin/activate` that puts this interpreter first on PATH). Each command is run exactly as
-the README spells it, with a few budget flags appended (`SMALLER_BUDGETS`: the tools' own
-documented flags; argparse keeps the last value given), so the whole block takes well under
-a minute of steps.
+The block between the `step-by-step` (or `chinese-run`) markers of README.md is run command by
+command with bash in a scratch directory that looks like the repository root (`tools/`, `data/`
+and `tests/` linked in, a `.venv/bin/activate` that puts this interpreter first on PATH). Each
+command is run exactly as the README spells it, with a few budget flags appended
+(`SMALLER_BUDGETS`: the tools' own documented flags; argparse keeps the last value given), so
+each block takes well under a minute of steps.
 """
 
 import json
@@ -16,9 +17,10 @@ import shlex
 import subprocess
 import sys
 
+import numpy as np
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
-BEGIN = "<!-- step-by-step: begin"
-END = "<!-- step-by-step: end -->"
+BLOCKS = ("step-by-step", "chinese-run")
 
 # Flags appended to the command of each tool (by script name); every tool the block runs is
 # listed, so a command added to the README without a budget here fails the test.
@@ -31,14 +33,28 @@ SMALLER_BUDGETS = {
     ),
     "finetune.py": ("--train-steps", "4", "--batch-size", "4"),
     "export_saved_model.py": (),
+    "split_dataset.py": (),
+    "probe_saved_model.py": ("--repeats", "0"),
+}  # fmt: skip
+# The tools each block runs, in order.
+BLOCK_TOOLS = {
+    "step-by-step": [
+        "train_tokenizer.py", "create_pretraining_data.py", "pretrain.py", "finetune.py",
+        "export_saved_model.py",
+    ],
+    "chinese-run": [
+        "split_dataset.py", "create_pretraining_data.py", "pretrain.py", "finetune.py",
+        "export_saved_model.py", "probe_saved_model.py",
+    ],
 }  # fmt: skip
 
 
-def readme_commands() -> list[str]:
-    """The commands of the README's step-by-step block: continuation lines joined, comments
-    and blank lines dropped."""
+def readme_commands(block_name: str = "step-by-step") -> list[str]:
+    """The commands of one of the README's `BLOCKS`: continuation lines joined, comments and
+    blank lines dropped."""
     text = (REPO / "README.md").read_text(encoding="utf-8")
-    start, end = text.index(BEGIN), text.index(END)
+    start = text.index(f"<!-- {block_name}: begin")
+    end = text.index(f"<!-- {block_name}: end -->")
     (block,) = re.findall(r"```bash\n(.*?)```", text[start:end], flags=re.S)
     commands, current = [], ""
     for line in block.splitlines():
@@ -54,7 +70,7 @@ def readme_commands() -> list[str]:
 
 def scratch_checkout(root: pathlib.Path) -> dict:
     """`root` as the repository root seen by the README; returns the environment to run in."""
-    for name in ("tools", "data"):
+    for name in ("tools", "data", "tests"):
         (root / name).symlink_to(REPO / name)
     bin_dir = root / ".venv" / "bin"
     bin_dir.mkdir(parents=True)
@@ -67,15 +83,18 @@ def scratch_checkout(root: pathlib.Path) -> dict:
     return environment
 
 
-def test_the_step_by_step_block_names_only_tools_with_a_budget():
-    tools = [re.search(r"tools/(\w+\.py)", c) for c in readme_commands()]
-    named = [match.group(1) for match in tools if match]
-    assert named == list(SMALLER_BUDGETS), named
+def test_the_blocks_name_only_tools_with_a_budget():
+    for block_name in BLOCKS:
+        tools = [re.search(r"tools/(\w+\.py)", c) for c in readme_commands(block_name)]
+        named = [match.group(1) for match in tools if match]
+        assert named == BLOCK_TOOLS[block_name], named
+        assert set(named) <= set(SMALLER_BUDGETS), named
 
 
-def test_every_step_by_step_command_runs_as_written(tmp_path):
-    environment = scratch_checkout(tmp_path)
-    commands = readme_commands()
+def run_block(block_name: str, root: pathlib.Path) -> subprocess.CompletedProcess:
+    """The block's commands in one shell, each with its tool's `SMALLER_BUDGETS`."""
+    environment = scratch_checkout(root)
+    commands = readme_commands(block_name)
     assert commands[0] == ". .venv/bin/activate"
     script = []
     for command in commands:
@@ -84,10 +103,14 @@ def test_every_step_by_step_command_runs_as_written(tmp_path):
         script.append(" ".join([command, *map(shlex.quote, extra)]))
     # One shell, as a user types them: `activate` holds for the commands after it; -e stops
     # at the first failing command and -x names it in the output.
-    completed = subprocess.run(
+    return subprocess.run(
         ["bash", "-exc", "\n".join(script)],
-        cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=1800,
+        cwd=root, env=environment, capture_output=True, text=True, timeout=1800,
     )  # fmt: skip
+
+
+def test_every_step_by_step_command_runs_as_written(tmp_path):
+    completed = run_block("step-by-step", tmp_path)
     assert completed.returncode == 0, completed.stderr[-5000:]
 
     # What the block promises: a tokenizer, shards, a pretraining run at its (shrunk) step
@@ -98,3 +121,41 @@ def test_every_step_by_step_command_runs_as_written(tmp_path):
     assert pretraining["step"] == 4
     assert (tmp_path / "runs" / "sst2" / "best.keras").is_file()
     assert (tmp_path / "saved_models" / "sst2" / "1" / "saved_model.pb").is_file()
+
+
+def test_the_chinese_run_serves_what_it_fine_tuned(tmp_path):
+    completed = run_block("chinese-run", tmp_path)
+    assert completed.returncode == 0, completed.stderr[-5000:]
+    zh = tmp_path / "runs" / "zh"
+    assert (zh / "chnsenticorp" / "train.csv").is_file() and list(zh.glob("data/train-*"))
+    assert json.loads((zh / "pretrain" / "summary.json").read_text())["step"] == 4
+    # The vocabulary travelled: recorded by pretraining, copied by fine-tuning, in the export.
+    vocabulary = (REPO / "tests" / "data" / "zh" / "vocab_chinese.txt").read_bytes()
+    assert (zh / "finetune" / "vocab.txt").read_bytes() == vocabulary
+    export = tmp_path / "saved_models" / "chnsenticorp" / "1"
+    assert (export / "assets" / "vocab.txt").read_bytes() == vocabulary
+    # The probe's answer (its one JSON line) is the fine-tuned model's, from a process that
+    # never imported keras_albert.
+    served = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert served["keras_albert_imported"] is False
+    texts = [p["text"] for p in served["predictions"]]
+    assert texts == ["房间干净，服务很热情。", "隔音太差，早餐也不好吃。"]
+    expected = _keras_probabilities(zh / "finetune", texts)
+    probed = np.array([p["probabilities"] for p in served["predictions"]])
+    np.testing.assert_allclose(probed, expected, atol=1e-5, rtol=0)
+
+
+def _keras_probabilities(run_dir: pathlib.Path, texts: list[str]) -> np.ndarray:
+    import keras
+
+    from keras_albert import AlbertTokenizer
+
+    model = keras.models.load_model(run_dir / "best.keras", compile=False)
+    tokenizer = AlbertTokenizer(str(run_dir / "vocab.txt"))
+    rows = []
+    for text in texts:
+        ids = np.array([[tokenizer.cls_id, *tokenizer.encode(text), tokenizer.sep_id]])
+        inputs = {"token_ids": ids, "segment_ids": 0 * ids, "padding_mask": 1 + 0 * ids}
+        logits = keras.ops.convert_to_numpy(model(inputs))
+        rows.append(np.exp(logits[0]) / np.exp(logits[0]).sum())
+    return np.array(rows)

@@ -70,7 +70,7 @@ def test_pretraining_data_from_nothing_usable_writes_no_shard(tmp_path):
     output_dir = tmp_path / "new" / "data"
     result = run(
         "create_pretraining_data", "--inputs", *inputs, "--output-dir", output_dir,
-        "--sentencepiece-model", ALBERT_SPM, "--num-workers", "1",
+        "--vocabulary", ALBERT_SPM, "--num-workers", "1",
     )  # fmt: skip
     line = error_line(result)
     assert all(str(path) in line for path in inputs) and "no shard was written" in line
@@ -85,7 +85,7 @@ def test_tokenizer_refuses_a_binary_and_leaves_no_folder(tmp_path):
     # Mostly invalid UTF-8 and NUL bytes, with line breaks: what /bin/ls looks like.
     binary.write_bytes((bytes(range(128, 256)) + b"\x00" * 32 + b"\n" + b"ok text\n") * 200)
     model = tmp_path / "new" / "tokenizer" / "spm.model"
-    line = error_line(run("train_tokenizer", "--inputs", binary, "--sentencepiece-model", model))
+    line = error_line(run("train_tokenizer", "--inputs", binary, "--vocabulary", model))
     assert str(binary) in line and "UTF-8" in line and "over 10%" in line
     assert not (tmp_path / "new").exists()
 
@@ -179,7 +179,7 @@ def test_finetuning_interrupt_says_what_was_saved(tmp_path, monkeypatch):
     split = os.path.join(GLUE_DATA, "sst2_{}.tsv")
     options = FinetuningOptions(
         task="SST-2", train_data=split.format("train"), eval_data=split.format("dev"),
-        output_dir=str(tmp_path / "run"), config=str(tiny), sentencepiece_model=ALBERT_SPM,
+        output_dir=str(tmp_path / "run"), config=str(tiny), vocabulary=ALBERT_SPM,
         sequence_length=32, train_steps=2, batch_size=4, verbose=0,
     )  # fmt: skip
     with pytest.raises(KeyboardInterrupt) as interrupt:

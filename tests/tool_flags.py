@@ -13,7 +13,8 @@ def check_tool_flags(
     exclude: tuple[str, ...] = (),
     tool_flags: tuple[str, ...] = (),
 ) -> None:
-    """Every field of `options_class` (but `exclude`) has exactly its flag plus `aliases`, and
+    """Every field of `options_class` (but `exclude`) has exactly its flag plus its metadata's
+    `aliases` and `aliases`, and
     the parser's default is the dataclass default; any other flag is one of `tool_flags`."""
     aliases = aliases or {}
     flags = option_flags(parser)
@@ -24,8 +25,12 @@ def check_tool_flags(
         if f.metadata.get("flag", True) and f.name not in exclude
     ]
     for field in fields:
-        expected = {flag_name(field.name), *aliases.get(field.name, ())}
-        if field.type in (bool, "bool"):
+        expected = {
+            flag_name(field.name),
+            *field.metadata.get("aliases", ()),
+            *aliases.get(field.name, ()),
+        }
+        if field.type in (bool, "bool", bool | None, "bool | None"):
             expected.add("--no-" + flag_name(field.name)[2:])
         assert set(flags.get(field.name, ())) == expected, (field.name, flags.get(field.name))
         if field.default is not dataclasses.MISSING:

@@ -1,7 +1,7 @@
 """Raw text → sharded ALBERT pretraining TFRecords (the original's feature layout).
 
     python tools/create_pretraining_data.py --inputs data/corpus/janeaustenr \
-        --output-dir runs/data --sentencepiece-model tests/data/30k-clean.model \
+        --output-dir runs/data --vocabulary tests/data/30k-clean.model \
         --sequence-length 128 --dupe-factor 10 --num-workers 2 --num-shards 8
 
 Writes `{output_dir}/{file_prefix}-0000i-of-0000N.tfrecord` and prints the summary (counts, mask
@@ -13,13 +13,16 @@ Defaults are the original create_pretraining_data.py's (SOP, 512 tokens, 20 pred
 
 Flags of google-research/albert's create_pretraining_data.py accepted as aliases:
 `--input_file` (one or more paths separated by spaces, not commas) → `--inputs`,
-`--output_dir` → `--output-dir`, `--spm_model_file` → `--sentencepiece-model`,
+`--output_dir` → `--output-dir`, `--spm_model_file` and `--vocab_file` → `--vocabulary` (a
+SentencePiece model or a WordPiece vocabulary, told apart from the file; the project's former
+`--sentencepiece-model` too),
 `--do_lower_case` / `--no-do_lower_case` → `--lowercase` / `--no-lowercase` (not the absl form
 `--do_lower_case=False`), `--max_seq_length` → `--sequence-length`,
 `--max_predictions_per_seq` → `--max-predictions-per-sequence`, `--random_seed` → `--seed`,
 `--ngram` → `--max-ngram`, `--dupe_factor`, `--masked_lm_prob`, `--short_seq_prob` → their
 dashed forms. Not accepted: `--output_file` (this tool writes shards into a directory),
-`--vocab_file` (SentencePiece only), `--do_whole_word_mask` (always whole words),
+`--do_whole_word_mask` (always whole words: with a WordPiece vocabulary a "##" piece continues
+the word, as the original's `_is_start_piece_bert`),
 `--favor_shorter_ngram` (always p(n) ∝ 1/n), `--do_permutation`, `--input_file_mode`,
 `--parallel` (see `--num-workers`), `--random_next_sentence` (see `--task nsp`).
 """
@@ -32,7 +35,14 @@ import os
 import sys
 from typing import Literal
 
-from keras_albert.cli import ToolError, add_options, options_from_args, run_tool, with_debug_help
+from keras_albert.cli import (
+    VOCABULARY_METADATA,
+    ToolError,
+    add_options,
+    options_from_args,
+    run_tool,
+    with_debug_help,
+)
 from keras_albert.text.pretraining import PretrainingDataConfig, create_pretraining_data
 
 # AlbertTokenizer.encode runs no TensorFlow ops, so forked workers may inherit it instead of
@@ -48,9 +58,12 @@ class DataToolOptions:
         inputs: text files, directories (walked for *.txt, *.text, *.raw and names without an
             extension; not README, NOTICE, LICENSE or hidden files) or globs.
         output_dir: the directory the shards are written to (created).
-        sentencepiece_model: the SentencePiece model (e.g. 30k-clean.model).
+        vocabulary: the tokenizer's vocabulary file: a SentencePiece model (30k-clean.model)
+            or a WordPiece vocabulary (vocab_chinese.txt, one token per line).
         file_prefix: shards are FILE_PREFIX-0000i-of-0000N.tfrecord.
         lowercase: lowercase the text (uncased models).
+        strip_accents: drop combining marks (the original's normalization); --no-strip-accents
+            keeps them (a model trained on accented text: Vietnamese, Hindi, ...).
         num_workers: processes making examples (the output does not depend on it).
         num_shards: output files; examples are dealt round-robin.
         start_method: how worker processes start (fork where available: they inherit the
@@ -59,9 +72,10 @@ class DataToolOptions:
 
     inputs: tuple[str, ...] = dataclasses.field(metadata={"parse": str, "nargs": "+"})
     output_dir: str
-    sentencepiece_model: str
+    vocabulary: str = dataclasses.field(metadata=VOCABULARY_METADATA)
     file_prefix: str = "pretraining"
     lowercase: bool = True
+    strip_accents: bool = True
     num_workers: int = os.cpu_count() or 1
     num_shards: int = 1
     start_method: Literal["spawn", "fork", "forkserver"] = _DEFAULT_START_METHOD
@@ -70,7 +84,7 @@ class DataToolOptions:
 TOOL_ALIASES = {
     "inputs": ("--input_file",),
     "output_dir": ("--output_dir",),
-    "sentencepiece_model": ("--spm_model_file",),
+    "vocabulary": ("--spm_model_file", "--vocab_file"),
     "lowercase": ("--do_lower_case",),
 }
 CONFIG_ALIASES = {
@@ -111,7 +125,10 @@ def main(argv=None) -> int:
         os.path.join(options.output_dir, options.file_prefix),
         # A factory: each worker process builds its own (TensorFlow resources do not pickle).
         functools.partial(
-            AlbertTokenizer, proto=options.sentencepiece_model, lowercase=options.lowercase
+            AlbertTokenizer,
+            proto=options.vocabulary,
+            lowercase=options.lowercase,
+            strip_accents=options.strip_accents,
         ),
         config,
         num_workers=options.num_workers,

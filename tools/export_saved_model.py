@@ -1,14 +1,16 @@
-"""Export an ALBERT checkpoint + its SentencePiece model for TF Serving (<output-dir>/<name>/<v>/).
+"""Export an ALBERT checkpoint + its tokenizer for TF Serving (<output-dir>/<name>/<v>/).
 
 With --format tflite: <output-dir>/<name>/model.tflite (float32, token ids in, batch 1) and the
-SentencePiece model beside it (keras_albert.export.tflite says why token ids only).
+tokenizer's vocabulary beside it (keras_albert.export.tflite says why token ids only).
 
-The checkpoint is any form `keras_albert.load_checkpoint` reads; the SentencePiece model is
-found beside it (or named by a pretraining run's run.json) unless --sentencepiece-model says.
+The checkpoint is any form `keras_albert.load_checkpoint` reads; the tokenizer's vocabulary (a
+SentencePiece model or a WordPiece vocabulary) is found beside it (or named by a pretraining
+run's run.json) unless --vocabulary says, and normalizes text as the run that wrote the
+checkpoint recorded (--lowercase/--strip-accents, or their --no- forms, say otherwise).
 
 Examples:
   python tools/export_saved_model.py runs/sst2/best.keras --name sst2
-  python tools/export_saved_model.py mrpc.keras --sentencepiece-model 30k-clean.model \\
+  python tools/export_saved_model.py mrpc.keras --vocabulary 30k-clean.model \\
       --name mrpc --pair --class-names not_equivalent equivalent
   python tools/export_saved_model.py albert_base/ --name embeddings --model backbone
   python tools/export_saved_model.py runs/squad/best.keras --name squad --doc-stride 128
@@ -29,6 +31,7 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from keras_albert.cli import (  # noqa: E402
+    VOCABULARY_METADATA,
     add_options,
     options_from_args,
     parse_float_or_none,
@@ -46,7 +49,7 @@ EXPORT_FORMATS = ("savedmodel", "tflite")
 # The options a TFLite export reads; the others are the SavedModel's and must stay default.
 _TFLITE_OPTIONS = (
     "checkpoint",
-    "sentencepiece_model",
+    "vocabulary",
     "name",
     "output_dir",
     "model",
@@ -62,8 +65,13 @@ class ExportOptions:
 
     Args:
         checkpoint: the checkpoint (.keras, HF or TF1 directory, training output, ...).
-        sentencepiece_model: the tokenizer's SentencePiece model; default: the one beside
-            the checkpoint or named by its run.json.
+        vocabulary: the tokenizer's vocabulary file: a SentencePiece model (30k-clean.model)
+            or a WordPiece vocabulary (vocab_chinese.txt); default: the one beside the
+            checkpoint or named by its run.json.
+        lowercase: the exported tokenizer lowercases; default: as recorded with the checkpoint
+            (run.json or summary.json), else true.
+        strip_accents: the exported tokenizer drops combining marks; default: as recorded with
+            the checkpoint, else true.
         name: model name (its directory and its entry in models.config).
         output_dir: the TF Serving base directory (models.config, <name>/<version>/).
         version: the version number; default: one more than the latest.
@@ -94,7 +102,9 @@ class ExportOptions:
     """
 
     checkpoint: str = dataclasses.field(metadata={"flag": False})
-    sentencepiece_model: str | None = None
+    vocabulary: str | None = dataclasses.field(default=None, metadata=VOCABULARY_METADATA)
+    lowercase: bool | None = None
+    strip_accents: bool | None = None
     name: str = "albert"
     output_dir: str = "saved_models"
     version: int | None = None
@@ -142,7 +152,9 @@ def main(argv: list[str] | None = None) -> int:
         return _export_tflite(options)
     path = export_checkpoint(
         options.checkpoint,
-        options.sentencepiece_model,
+        options.vocabulary,
+        lowercase=options.lowercase,
+        strip_accents=options.strip_accents,
         num_classes=options.num_classes,
         model_kind=options.model,
         config=options.config,
@@ -186,7 +198,7 @@ def _export_tflite(options: ExportOptions) -> int:
             )
     path = export_tflite_checkpoint(
         options.checkpoint,
-        options.sentencepiece_model,
+        options.vocabulary,
         base_dir=options.output_dir,
         name=options.name,
         model_kind=options.model,

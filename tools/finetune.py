@@ -14,14 +14,14 @@ Examples:
       --eval-data glue/SST-2/dev.tsv --init-checkpoint runs/austen/pretrain \\
       --output-dir runs/sst2 --scale 0.05 --sequence-length 128
   python tools/finetune.py --task RTE --train-data RTE/train.tsv --eval-data RTE/dev.tsv \\
-      --init-checkpoint albert_base_hf/ --sentencepiece-model 30k-clean.model \\
+      --init-checkpoint albert_base_hf/ --vocabulary 30k-clean.model \\
       --output-dir runs/rte
   python tools/finetune.py --task generic --text-columns review --label-column stars \\
       --labels 1,2,3,4,5 --train-data reviews_train.csv --eval-data reviews_dev.csv \\
-      --preset albert_base_v2 --sentencepiece-model 30k-clean.model --output-dir runs/reviews
+      --preset albert_base_v2 --vocabulary 30k-clean.model --output-dir runs/reviews
   python tools/finetune.py --task squad_v2 --squad-answerability answer_class \\
       --train-data squad/train-v2.0.json --eval-data squad/dev-v2.0.json \\
-      --init-checkpoint albert_base_hf/ --sentencepiece-model 30k-clean.model \\
+      --init-checkpoint albert_base_hf/ --vocabulary 30k-clean.model \\
       --output-dir runs/squad2 --scale 0.01
   python tools/finetune.py --task race --train-data RACE/train --eval-data RACE/dev \\
       --init-checkpoint runs/austen/pretrain --output-dir runs/race --scale 0.01

@@ -34,7 +34,8 @@ The flags of google-research/albert `run_pretraining.py` (and `--spm_model_file`
     --max_eval_steps          --eval-steps
     --tpu_name                --tpu-address
     --use_tpu[=true|false]    --strategy tpu (false: leaves --strategy as it is)
-    --spm_model_file          --sentencepiece-model
+    --spm_model_file          --vocabulary (also --vocab_file; and our former
+                              --sentencepiece-model)
     --random_seed             --seed
 
 Not accepted, for they have no counterpart: `--do_train` (always), `--do_eval` (give
@@ -74,7 +75,7 @@ ALIASES = {
     "steps_per_execution": ("--iterations_per_loop",),
     "eval_steps": ("--max_eval_steps",),
     "tpu_address": ("--tpu_name",),
-    "sentencepiece_model": ("--spm_model_file",),
+    "vocabulary": ("--spm_model_file", "--vocab_file"),
     "seed": ("--random_seed",),
 }
 

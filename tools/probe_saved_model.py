@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         message = getattr(error, "message", None) or str(error)
         print(f"error: {args.export_dir}: {message.splitlines()[0]}", file=sys.stderr)
         return 1
-    print(json.dumps(result))
+    print(json.dumps(result, ensure_ascii=False))  # Chinese texts readable as they were given
     return 0
 
 

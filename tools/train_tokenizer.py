@@ -1,9 +1,9 @@
 """Train an ALBERT-style SentencePiece model on raw text files (one sentence or paragraph a line).
 
     python tools/train_tokenizer.py --inputs corpus/*.txt \
-        --sentencepiece-model out/30k-clean.model --vocabulary-size 30000
+        --vocabulary out/30k-clean.model --vocabulary-size 30000
 
-Writes the model at `--sentencepiece-model` (".model" is appended when missing) and its
+Writes the model at `--vocabulary` (".model" is appended when missing) and its
 vocabulary (piece and score per line) beside it, with ".vocab" in place of ".model". A file
 that is not UTF-8 text (over 10% NUL or invalid UTF-8 bytes) is refused.
 """
@@ -12,7 +12,13 @@ import argparse
 import dataclasses
 import sys
 
-from keras_albert.cli import add_options, options_from_args, run_tool, with_debug_help
+from keras_albert.cli import (
+    VOCABULARY_METADATA,
+    add_options,
+    options_from_args,
+    run_tool,
+    with_debug_help,
+)
 from keras_albert.text.sentencepiece_trainer import train_sentencepiece
 
 
@@ -22,11 +28,16 @@ class TokenizerToolOptions:
 
     Args:
         inputs: UTF-8 text files.
-        sentencepiece_model: the model file to write (PATH.model; PATH.vocab beside it).
+        vocabulary: the SentencePiece model file to write (PATH.model; PATH.vocab beside it):
+            the tokenizer's vocabulary file the other tools take.
         vocabulary_size: number of pieces, special pieces included.
         lowercase: lowercase the text first (uncased ALBERT); the tokenizer must then lowercase
             too.
-        character_coverage: share of characters the model covers; the rest become `<unk>`.
+        strip_accents: drop combining marks first (the original recipe); --no-strip-accents
+            keeps them (Vietnamese, Hindi, Hebrew), and the other tools must then be given
+            --no-strip-accents too.
+        character_coverage: share of characters the model covers; the rest become `<unk>`
+            (0.9995 for Chinese or Japanese, as SentencePiece advises).
         input_sentence_size: at most this many lines (sampled) are used for training.
         num_threads: trainer threads; all CPUs when not given.
         seed: seed of SentencePiece's random generator, for reproducible models.
@@ -34,9 +45,10 @@ class TokenizerToolOptions:
     """
 
     inputs: tuple[str, ...] = dataclasses.field(metadata={"parse": str, "nargs": "+"})
-    sentencepiece_model: str
+    vocabulary: str = dataclasses.field(metadata=VOCABULARY_METADATA)
     vocabulary_size: int = 30000
     lowercase: bool = True
+    strip_accents: bool = True
     character_coverage: float = 0.99995
     input_sentence_size: int = 10_000_000
     num_threads: int | None = None
@@ -56,9 +68,10 @@ def main(argv=None) -> int:
     options = options_from_args(build_parser().parse_args(argv), TokenizerToolOptions)
     result = train_sentencepiece(
         options.inputs,
-        options.sentencepiece_model.removesuffix(".model"),
+        options.vocabulary.removesuffix(".model"),
         vocabulary_size=options.vocabulary_size,
         lowercase=options.lowercase,
+        strip_accents=options.strip_accents,
         character_coverage=options.character_coverage,
         input_sentence_size=options.input_sentence_size,
         num_threads=options.num_threads,

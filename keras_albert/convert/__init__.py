@@ -9,8 +9,11 @@ from keras_albert.convert.resolve import (
     CorruptCheckpointError,
     detect_format,
     find_sentencepiece_model,
+    find_vocabulary,
     load_checkpoint,
+    require_vocabulary,
     resolve_config,
+    resolve_normalization,
 )
 
 __all__ = [
@@ -21,7 +24,10 @@ __all__ = [
     "CorruptCheckpointError",
     "detect_format",
     "find_sentencepiece_model",
+    "find_vocabulary",
+    "require_vocabulary",
     "load_checkpoint",
     "resolve_config",
+    "resolve_normalization",
     "save_checkpoint",
 ]

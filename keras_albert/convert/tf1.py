@@ -137,10 +137,17 @@ def read_tf1_checkpoint(path: str | os.PathLike) -> dict[str, np.ndarray]:
         latest = tf.train.latest_checkpoint(path)
         if latest is None and os.path.exists(os.path.join(path, "variables", "variables.index")):
             latest = os.path.join(path, "variables", "variables")  # a TF-Hub module
+        # Releases shipped without a 'checkpoint' file (brightmart/albert_zh's
+        # albert_model.ckpt.*): their one checkpoint prefix.
+        prefixes = sorted(
+            name[: -len(".index")] for name in os.listdir(path) if name.endswith(".index")
+        )
+        if latest is None and len(prefixes) == 1:
+            latest = os.path.join(path, prefixes[0])
         if latest is None:
             raise ValueError(
-                f"No TF1 checkpoint in directory {path!r}: `path` must hold a 'checkpoint' file "
-                f"or variables/variables.index. Received: path={path!r}"
+                f"No TF1 checkpoint in directory {path!r}: `path` must hold a 'checkpoint' file, "
+                f"one PREFIX.index or variables/variables.index. Received: path={path!r}"
             )
         path = latest
     if not os.path.exists(path + ".index"):

@@ -46,7 +46,7 @@ from keras_albert.export.saved_model import (
 )
 from keras_albert.text.files import apply_umask, write_text_atomically
 from keras_albert.text.tokenizer import AlbertTokenizer
-from keras_albert.validation import require_file, require_int, require_positive_int
+from keras_albert.validation import require_int, require_positive_int
 
 WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
 MAX_WARMUP_RECORDS = 1000  # TF Serving reads at most this many warmup records
@@ -392,34 +392,31 @@ def read_warmup_texts(path: str | os.PathLike) -> tuple[list[str], list[str]]:
 
 def export_checkpoint(
     checkpoint: str | os.PathLike,
-    sentencepiece_model: str | os.PathLike | None = None,
+    vocabulary: str | os.PathLike | None = None,
     num_classes: int | None = None,
     model_kind: str | None = None,
     warmup_file: str | os.PathLike | None = None,
     config=None,
     task_options: dict | None = None,
+    lowercase: bool | None = None,
+    strip_accents: bool | None = None,
     **options,
 ) -> str:
     """`export_for_serving` of any checkpoint `keras_albert.convert.load_checkpoint` reads.
 
-    `sentencepiece_model` defaults to the one found beside the checkpoint
-    (`keras_albert.convert.find_sentencepiece_model`); `model_kind`, `config` and
-    `num_classes` are `load_checkpoint`'s `model`, `config` and `num_classes`; `warmup_file`
-    gives the warmup texts (see `read_warmup_texts`); `task_options` maps a task
+    `vocabulary` (the tokenizer's SentencePiece model or WordPiece vocabulary) defaults to the
+    one found beside the checkpoint (`keras_albert.convert.find_vocabulary`); `model_kind`,
+    `config` and `num_classes` are `load_checkpoint`'s `model`, `config` and `num_classes`;
+    `warmup_file` gives the warmup texts (see `read_warmup_texts`); `task_options` maps a task
     ("question_answering", "multiple_choice", ...) to its serving options, of which the loaded
-    model's task takes its own; `options` are `export_for_serving`'s keyword arguments.
+    model's task takes its own; `lowercase` and `strip_accents` (the tokenizer's, and so the
+    exported graph's, normalization) default to what the checkpoint's run recorded
+    (`keras_albert.convert.resolve_normalization`); `options` are `export_for_serving`'s
+    keyword arguments.
     """
-    from keras_albert.convert import find_sentencepiece_model, load_checkpoint
+    from keras_albert.convert import load_checkpoint, require_vocabulary, resolve_normalization
 
-    if sentencepiece_model is None:
-        sentencepiece_model = find_sentencepiece_model(checkpoint)
-    if sentencepiece_model is None:
-        raise ValueError(
-            "`sentencepiece_model` must be given: none was found beside the checkpoint or "
-            f"named by its run.json. Received: checkpoint={os.fspath(checkpoint)!r}, "
-            "sentencepiece_model=None"
-        )
-    require_file("sentencepiece_model", sentencepiece_model)
+    vocabulary = require_vocabulary(checkpoint, vocabulary)
     if warmup_file is not None:
         texts, pairs = read_warmup_texts(warmup_file)
         options["warmup_texts"] = texts
@@ -427,6 +424,6 @@ def export_checkpoint(
             options["warmup_text_pairs"] = pairs
     model = load_checkpoint(checkpoint, model=model_kind, config=config, num_classes=num_classes)
     own = (task_options or {}).get(model_task(model))
-    return export_for_serving(
-        model, AlbertTokenizer(sentencepiece_model), task_options=own, **options
-    )
+    normalization = resolve_normalization(checkpoint, lowercase, strip_accents)
+    tokenizer = AlbertTokenizer(vocabulary, **normalization)
+    return export_for_serving(model, tokenizer, task_options=own, **options)

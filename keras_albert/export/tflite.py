@@ -27,11 +27,16 @@ import keras
 import tensorflow as tf
 
 from keras_albert.export.modules import serving_module
-from keras_albert.export.saved_model import AlbertServingModule
+from keras_albert.export.saved_model import (
+    SENTENCEPIECE_ASSET,
+    VOCABULARY_ASSET,
+    AlbertServingModule,
+)
 from keras_albert.text.tokenizer import AlbertTokenizer
 
 TFLITE_FILE = "model.tflite"
-SENTENCEPIECE_FILE = "sentencepiece.model"
+# The tokenizer file written beside the model, named as in the SavedModels' assets.
+SENTENCEPIECE_FILE = SENTENCEPIECE_ASSET
 INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
 
 
@@ -70,14 +75,15 @@ def export_tflite(
     path = os.path.join(export_dir, TFLITE_FILE)
     with open(path, "wb") as file:
         file.write(flatbuffer)
-    with open(os.path.join(export_dir, SENTENCEPIECE_FILE), "wb") as file:
+    vocabulary_file = VOCABULARY_ASSET if tokenizer.wordpiece else SENTENCEPIECE_FILE
+    with open(os.path.join(export_dir, vocabulary_file), "wb") as file:
         file.write(tokenizer.serialized_model)  # the file the tokenizer was built from
     return path
 
 
 def export_tflite_checkpoint(
     checkpoint: str | os.PathLike,
-    sentencepiece_model: str | os.PathLike | None = None,
+    vocabulary: str | os.PathLike | None = None,
     base_dir: str | os.PathLike = "saved_models",
     name: str = "albert",
     model_kind: str | None = None,
@@ -86,22 +92,16 @@ def export_tflite_checkpoint(
 ) -> str:
     """`export_tflite` of any checkpoint `load_checkpoint` reads, to `<base_dir>/<name>/`.
 
-    `sentencepiece_model` defaults to the one found beside the checkpoint
-    (`keras_albert.convert.find_sentencepiece_model`); `model_kind`, `config` and
-    `num_classes` are `load_checkpoint`'s `model`, `config` and `num_classes`.
+    `vocabulary` (the tokenizer's SentencePiece model or WordPiece vocabulary) defaults to the
+    one found beside the checkpoint (`keras_albert.convert.require_vocabulary`), the
+    normalization to what its run recorded; `model_kind`, `config` and `num_classes` are
+    `load_checkpoint`'s `model`, `config` and `num_classes`.
     """
-    from keras_albert.convert import find_sentencepiece_model, load_checkpoint
+    from keras_albert.convert import load_checkpoint, require_vocabulary, resolve_normalization
 
-    if sentencepiece_model is None:
-        sentencepiece_model = find_sentencepiece_model(checkpoint)
-    if sentencepiece_model is None:
-        raise ValueError(
-            "`sentencepiece_model` must be given: none was found beside the checkpoint or "
-            f"named by its run.json. Received: checkpoint={os.fspath(checkpoint)!r}, "
-            "sentencepiece_model=None"
-        )
+    vocabulary = require_vocabulary(checkpoint, vocabulary)
     if not isinstance(name, str) or not name or name.startswith(".") or os.sep in name:
         raise ValueError(f"`name` must be a plain directory name. Received: name={name!r}")
     model = load_checkpoint(checkpoint, model=model_kind, config=config, num_classes=num_classes)
-    tokenizer = AlbertTokenizer(sentencepiece_model)
+    tokenizer = AlbertTokenizer(vocabulary, **resolve_normalization(checkpoint))
     return export_tflite(model, tokenizer, os.path.join(os.fspath(base_dir), name))

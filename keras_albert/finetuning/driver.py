@@ -36,7 +36,8 @@ What `output_dir` holds:
                                  `test_data`, test_predictions.jsonl (the same, no label)
                                NER: eval_predictions.conll (word, gold, predicted) and, with
                                  `test_data`, test_predictions.conll (word, predicted)
-    tokenizer.model          the SentencePiece model used (so the directory is self-contained)
+    tokenizer.model          the SentencePiece model used (so the directory is self-contained);
+                             with a WordPiece vocabulary, vocab.txt
     summary.json             the options, recipe, best metrics and example counts (train,
                              eval and test)
 
@@ -68,11 +69,12 @@ import warnings
 import keras
 import tensorflow as tf
 
-from keras_albert.convert import find_sentencepiece_model, load_checkpoint
+from keras_albert.convert import load_checkpoint, require_vocabulary, resolve_normalization
 from keras_albert.finetuning.elastic_depth import elastic_replica_fn
 from keras_albert.finetuning.options import FinetuningOptions
 from keras_albert.finetuning.recipes import epoch_plan, resolve_recipe
 from keras_albert.finetuning.registry import checked_task_class, make_task
+from keras_albert.text.normalization import changed_normalization
 from keras_albert.training import run_directory
 from keras_albert.training.callbacks import EvaluationProgress
 from keras_albert.training.checkpoints import JsonState, training_checkpoint
@@ -145,15 +147,11 @@ def _finetune(options: FinetuningOptions, strategy, chief: bool) -> dict:
     run_directory.check_run_file(
         checkpoints_dir, run_options, resuming, remedy="`force` to start over"
     )
-    sentencepiece_model = options.sentencepiece_model or find_sentencepiece_model(
-        options.init_checkpoint
+    vocabulary = require_vocabulary(options.init_checkpoint, options.vocabulary, "init_checkpoint")
+    normalization = resolve_normalization(
+        options.init_checkpoint, options.lowercase, options.strip_accents
     )
-    if sentencepiece_model is None:
-        raise ValueError(
-            "`sentencepiece_model` must be given: none was found beside `init_checkpoint`. "
-            f"Received: sentencepiece_model=None, init_checkpoint={options.init_checkpoint!r}"
-        )
-    tokenizer = AlbertTokenizer(sentencepiece_model)
+    tokenizer = AlbertTokenizer(vocabulary, **normalization)
 
     # Data.
     task = make_task(options, tokenizer)
@@ -176,7 +174,7 @@ def _finetune(options: FinetuningOptions, strategy, chief: bool) -> dict:
         config = backbone.albert_config
         if config.vocabulary_size != tokenizer.vocabulary_size:
             raise ValueError(
-                f"The SentencePiece model {sentencepiece_model!r} has "
+                f"The vocabulary {vocabulary!r} has "
                 f"{tokenizer.vocabulary_size} pieces but the model's vocabulary_size is "
                 f"{config.vocabulary_size}."
             )
@@ -258,6 +256,8 @@ def _finetune(options: FinetuningOptions, strategy, chief: bool) -> dict:
     summary = {
         "task": task.name,
         "options": dataclasses.asdict(options),
+        # Read back by the export (resolve_normalization): it must normalize the same way.
+        **changed_normalization(tokenizer),
         "recipe": dataclasses.asdict(recipe),
         "sequence_length": task.sequence_length,
         "epochs": epochs,
@@ -278,7 +278,9 @@ def _finetune(options: FinetuningOptions, strategy, chief: bool) -> dict:
     run_directory.write_text_atomically(
         os.path.join(output_dir, "metrics.json"), json.dumps(best_results, indent=2) + "\n"
     )
-    run_directory.atomic_copy(sentencepiece_model, os.path.join(output_dir, "tokenizer.model"))
+    # Named so that `find_vocabulary` finds it beside best.keras, whichever kind it is.
+    copy_name = "vocab.txt" if tokenizer.wordpiece else "tokenizer.model"
+    run_directory.atomic_copy(vocabulary, os.path.join(output_dir, copy_name))
     run_directory.write_summary(output_dir, summary)
     print(json.dumps({"task": task.name, "best_epoch": best_epoch, "best": best_results}))
     return summary

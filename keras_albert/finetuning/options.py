@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from keras_albert.cli import parse_bool_or_auto, parse_int_or_none
+from keras_albert.cli import VOCABULARY_METADATA, parse_bool_or_auto, parse_int_or_none
 from keras_albert.finetuning.elastic_depth import parse_depths
 from keras_albert.finetuning.glue.specs import TaskSpec, generic_task, get_task
 from keras_albert.finetuning.race import defaults as race_defaults
@@ -47,8 +47,14 @@ class FinetuningOptions:
         preset: a `keras_albert.PRESETS` name, for training from scratch.
         config: an ALBERT config JSON (ours, albert_config.json or HF config.json), for
             training from scratch.
-        sentencepiece_model: the SentencePiece model; by default `*.model` in
-            `init_checkpoint`'s directory or the one its `run.json` names.
+        vocabulary: the tokenizer's vocabulary file: a SentencePiece model (30k-clean.model) or a
+            WordPiece vocabulary (vocab_chinese.txt, one token per line); by default the one
+            `init_checkpoint`'s run.json names or the one beside it
+            (`keras_albert.convert.find_vocabulary`).
+        lowercase: the tokenizer lowercases; by default as `init_checkpoint`'s run recorded
+            (`keras_albert.convert.resolve_normalization`), else true (the original's).
+        strip_accents: the tokenizer drops combining marks; by default as `init_checkpoint`'s
+            run recorded, else true (the original's).
         test_data: an unlabeled file to predict with the best checkpoint, in the task's
             layout without the gold: a GLUE-style test TSV/CSV, a SQuAD JSON whose questions
             have no answers, RACE passages without answers, a CoNLL file of words only.
@@ -109,7 +115,9 @@ class FinetuningOptions:
     init_checkpoint: str | None = None
     preset: str | None = None
     config: str | None = None
-    sentencepiece_model: str | None = None
+    vocabulary: str | None = dataclasses.field(default=None, metadata=VOCABULARY_METADATA)
+    lowercase: bool | None = None
+    strip_accents: bool | None = None
     test_data: str | None = None
     sequence_length: int | None = None
     scale: float = 1.0

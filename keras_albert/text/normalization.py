@@ -22,6 +22,21 @@ import unicodedata
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+# The tokenizer's normalization options and their defaults (the original recipe's). A run
+# records those it changed (`changed_normalization`) so that its export normalizes the same.
+NORMALIZATION_DEFAULTS = {"lowercase": True, "strip_accents": True}
+
+
+def changed_normalization(source) -> dict[str, bool]:
+    """The `NORMALIZATION_DEFAULTS` options of `source` (an `AlbertTokenizer`, or options with
+    those fields) that differ from the defaults, by name; `None` (not given) is no change."""
+    values = {name: getattr(source, name, None) for name in NORMALIZATION_DEFAULTS}
+    return {
+        name: value
+        for name, value in values.items()
+        if value is not None and value != NORMALIZATION_DEFAULTS[name]
+    }
+
 
 def character_class(predicate) -> str:
     """An RE2 character class of every code point for which `predicate(chr(cp))` holds."""

@@ -4,8 +4,14 @@ The settings are those recorded in the released model's own `trainer_spec`: unig
 `<pad>`=0, `<unk>`=1, no `<s>`/`</s>`, control symbols `[CLS]` `[SEP]` `[MASK]`, user-defined
 symbols `( ) " - . – £ €`, `nmt_nfkc` normalization, character coverage 0.99995, shuffled input
 sentences. The input lines are first put through the ALBERT text normalization
-(`normalize_text`: whitespace collapse, NFKD without combining marks, lowercasing when uncased),
-as the tokenizer will do at encoding time.
+(`normalize_text`: whitespace collapse, NFKD without combining marks unless accents are kept,
+lowercasing when uncased), as the tokenizer will do at encoding time.
+
+Other scripts: text without spaces (Chinese, Japanese) needs nothing special (SentencePiece
+treats the text as a stream of characters and splits pieces at script changes), but a rich
+character set wants `character_coverage` 0.9995 (SentencePiece's advice for CJK) so that rare
+characters become `<unk>` instead of pieces; accents and marks that carry meaning (Vietnamese
+tones, Devanagari vowel signs, Hebrew niqqud) want `strip_accents=False`.
 
 Input that is not text is refused rather than trained on: a file in which more than
 `MAX_INVALID_BYTE_SHARE` (10%) of the bytes are NUL or invalid UTF-8 (a binary, or text in
@@ -58,6 +64,7 @@ def train_sentencepiece(
     model_prefix: str,
     vocabulary_size: int = 30000,
     lowercase: bool = True,
+    strip_accents: bool = True,
     character_coverage: float = 0.99995,
     user_defined_symbols: Sequence[str] = ALBERT_USER_DEFINED_SYMBOLS,
     input_sentence_size: int = 10_000_000,
@@ -75,6 +82,8 @@ def train_sentencepiece(
         vocabulary_size: number of pieces, special pieces included.
         lowercase: lowercase the text before training (the uncased models); the tokenizer must
             then be built with the same `lowercase`.
+        strip_accents: drop combining marks before training (the original recipe); `False`
+            keeps them, and the tokenizer must then be built with `strip_accents=False`.
         character_coverage: share of characters the model covers; the rest become `<unk>`.
         user_defined_symbols: pieces always kept whole.
         input_sentence_size: at most this many lines (sampled) are used for training.
@@ -132,12 +141,15 @@ def train_sentencepiece(
                 minloglevel=0 if verbose else 1,
             ),
             lowercase=lowercase,
+            strip_accents=strip_accents,
             seed=seed,
             progress=progress,
         )
 
 
-def _train(input_files, model_prefix, output_directory, options, lowercase, seed, progress):
+def _train(
+    input_files, model_prefix, output_directory, options, lowercase, strip_accents, seed, progress
+):
     """Normalizes the input into a temporary file beside the model and trains on it."""
     num_lines = num_empty_lines = num_invalid = longest = 0
     with tempfile.NamedTemporaryFile(
@@ -165,7 +177,9 @@ def _train(input_files, model_prefix, output_directory, options, lowercase, seed
                                 line = raw_line.decode("utf-8", errors="replace")
                                 num_bad_bytes += line.count("\ufffd")
                                 num_invalid += 1
-                            text = normalize_text(line, lowercase=lowercase)
+                            text = normalize_text(
+                                line, lowercase=lowercase, strip_accents=strip_accents
+                            )
                             if not text:
                                 num_empty_lines += 1
                                 continue

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from keras_albert.cli import parse_bool_or_auto
+from keras_albert.cli import VOCABULARY_METADATA, parse_bool_or_auto
 from keras_albert.validation import (
     require_any,
     require_divisible,
@@ -57,8 +57,14 @@ class PretrainingOptions:
             "grpc://host:port".
         precision: a Keras dtype policy; by default chosen per device.
         dynamic_masking: mask anew every pass in-graph instead of using the records' masks;
-            needs `sentencepiece_model`.
-        sentencepiece_model: the SentencePiece model the data was made with (dynamic masking).
+            needs `vocabulary`.
+        vocabulary: the tokenizer's vocabulary file: a SentencePiece model (30k-clean.model) or a
+            WordPiece vocabulary (vocab_chinese.txt, one token per line);
+            the one the data was made with (dynamic masking: word starts, special tokens).
+        lowercase: the tokenizer lowercases (as the data tool did); recorded in run.json when
+            false, for fine-tuning and the export.
+        strip_accents: the tokenizer drops combining marks (as the data tool did); recorded in
+            run.json when false.
         masked_lm_prob: dynamic masking: the share of tokens to predict.
         max_ngram: dynamic masking: the longest masked n-gram.
         sequence_length: the records' sequence length, to check against them; by default
@@ -103,7 +109,9 @@ class PretrainingOptions:
     tpu_address: str | None = None
     precision: str | None = None
     dynamic_masking: bool = False
-    sentencepiece_model: str | None = None
+    vocabulary: str | None = dataclasses.field(default=None, metadata=VOCABULARY_METADATA)
+    lowercase: bool = True
+    strip_accents: bool = True
     masked_lm_prob: float = 0.15
     max_ngram: int = 3
     sequence_length: int | None = None
@@ -151,7 +159,7 @@ class PretrainingOptions:
         )  # fmt: skip
         if self.dynamic_masking:
             require_given(
-                "sentencepiece_model", self.sentencepiece_model,
+                "vocabulary", self.vocabulary,
                 "with `dynamic_masking` (it says word starts and special tokens)",
             )  # fmt: skip
         require_one_of("jit_compile", self.jit_compile, (True, False, "auto"))

@@ -50,6 +50,7 @@ import keras
 import tensorflow as tf
 
 from keras_albert.models import AlbertBackbone, AlbertPretrainer
+from keras_albert.text.normalization import changed_normalization
 from keras_albert.text.pretraining.records import RecordLayout, inspect_records
 from keras_albert.training import run_directory
 from keras_albert.training.initial_weights import copy_initial_weights, initial_pretrainer
@@ -103,7 +104,7 @@ RUN_DEFINING_OPTIONS = (
     "warmup_steps",
     "end_learning_rate",
     "dynamic_masking",
-    "sentencepiece_model",
+    "vocabulary",
     "masked_lm_prob",
     "max_ngram",
     "max_predictions_per_sequence",
@@ -142,6 +143,8 @@ def _pretrain(options: PretrainingOptions, strategy, chief: bool, started: float
         eval_layout = inspect_records(options.eval_data, "eval_data")
         require_same_layout(layout, eval_layout)
     run_options = {name: getattr(options, name) for name in RUN_DEFINING_OPTIONS}
+    # Not run-defining, but read back by fine-tuning and the export (resolve_normalization).
+    run_options.update(changed_normalization(options))
     if options.input_sharding == "files":  # each worker's stream depends on their number
         run_options["input_pipelines"] = num_workers(strategy)
     checkpoints_dir = os.path.join(options.output_dir, "checkpoints")
@@ -160,7 +163,7 @@ def _pretrain(options: PretrainingOptions, strategy, chief: bool, started: float
     masking = dynamic_masking_for(options)
     if masking is not None and masking.word_start.shape[0] != config.vocabulary_size:
         raise ValueError(
-            f"The SentencePiece model {options.sentencepiece_model!r} has "
+            f"The vocabulary {options.vocabulary!r} has "
             f"{masking.word_start.shape[0]} pieces but the model's vocabulary_size is "
             f"{config.vocabulary_size}."
         )

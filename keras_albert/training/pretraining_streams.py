@@ -65,7 +65,9 @@ def dynamic_masking_for(options: PretrainingOptions) -> DynamicMasking | None:
         return None
     from keras_albert.text.tokenizer import AlbertTokenizer
 
-    tokenizer = AlbertTokenizer(options.sentencepiece_model)
+    tokenizer = AlbertTokenizer(
+        options.vocabulary, lowercase=options.lowercase, strip_accents=options.strip_accents
+    )
     return DynamicMasking.from_tokenizer(tokenizer, options.masked_lm_prob, options.max_ngram)
 
 

@@ -22,7 +22,7 @@ from keras_albert.text.files import is_remote, write_text_atomically
 RUN_FILE = "run.json"
 LOCK_FILE = "run.lock"
 # Names an earlier run.json used → today's (so runs started before the renames resume).
-_RENAMED_RUN_KEYS = {"total_steps": "train_steps", "vocabulary": "sentencepiece_model"}
+_RENAMED_RUN_KEYS = {"total_steps": "train_steps", "sentencepiece_model": "vocabulary"}
 
 
 def check_output_dir(path: str) -> None:

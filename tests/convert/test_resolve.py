@@ -261,7 +261,7 @@ def test_find_sentencepiece_model_beside_the_checkpoint_or_named_by_the_run(tmp_
     (beside / "other.model").write_bytes(b"spm")
     assert find_sentencepiece_model(beside) is None  # two candidates: no guess
 
-    for key in ("sentencepiece_model", "vocabulary"):  # `vocabulary`: the older run.json key
+    for key in ("vocabulary", "sentencepiece_model"):  # the run.json key before WordPiece
         run = tmp_path / key
         run.mkdir()
         (run / "pretrainer.keras").write_bytes(b"")

@@ -12,12 +12,12 @@ SENTENCEPIECE_MODEL = os.path.join(
 )
 
 
-def test_a_checkpoint_without_a_sentencepiece_model_beside_it_asks_for_one(tmp_path):
+def test_a_checkpoint_without_a_vocabulary_beside_it_asks_for_one(tmp_path):
     tiny_backbone().save(tmp_path / "backbone.keras")
-    with pytest.raises(ValueError, match="`sentencepiece_model` must be given") as error:
+    with pytest.raises(ValueError, match="`vocabulary` must be given") as error:
         export_checkpoint(tmp_path / "backbone.keras", base_dir=tmp_path / "saved_models")
     assert "backbone.keras" in str(error.value)
-    with pytest.raises(ValueError, match="`sentencepiece_model` must be an existing file"):
+    with pytest.raises(ValueError, match="`vocabulary` must be an existing file"):
         export_checkpoint(tmp_path / "backbone.keras", tmp_path / "missing.model")
     with pytest.raises(FileNotFoundError, match="not found.*nothing.keras"):
         export_checkpoint(tmp_path / "nothing.keras", SENTENCEPIECE_MODEL)

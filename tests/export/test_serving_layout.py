@@ -280,7 +280,7 @@ def test_export_cli_from_a_keras_file(served, tmp_path):
             sys.executable,
             os.path.join(repository, "tools", "export_saved_model.py"),
             str(checkpoint),
-            "--sentencepiece-model",
+            "--vocabulary",
             os.path.join(repository, "tests", "data", "30k-clean.model"),
             "--name",
             "stsb",

@@ -100,7 +100,7 @@ def test_every_task_end_to_end(task, tiny_config_path, tmp_path):
             eval_data=eval_data,
             output_dir=str(output_dir),
             config=tiny_config_path,
-            sentencepiece_model=ALBERT_MODEL,
+            vocabulary=ALBERT_MODEL,
             sequence_length=32,
             train_steps=2,
             batch_size=4,
@@ -197,7 +197,9 @@ def test_from_pretraining_output_generic_csv_learns_and_predicts_with_the_best_m
     sizes = dict(embedding_dim=32, hidden_dim=64, intermediate_dim=128, num_heads=4)
     pretrainer = AlbertPretrainer(AlbertBackbone(**{**TINY_30K, **sizes}))
     pretrainer.save(pretraining / "pretrainer.keras")
-    (pretraining / "run.json").write_text(json.dumps({"sentencepiece_model": ALBERT_MODEL}))
+    # An accent-keeping pretraining run (its templates are ASCII: the same pieces either way).
+    recorded = {"vocabulary": ALBERT_MODEL, "strip_accents": False}
+    (pretraining / "run.json").write_text(json.dumps(recorded))
     train = tmp_path / "train.csv"
     _reviews_csv(train, ("a {0}, {0} film", "{} acting", "the plot was {}", "{} from start to end"))
     evaluation = tmp_path / "eval.csv"
@@ -230,6 +232,9 @@ def test_from_pretraining_output_generic_csv_learns_and_predicts_with_the_best_m
     assert summary["num_train_examples"] == 40 and summary["options"]["init_checkpoint"]
     assert summary["num_test_examples"] == 20 and summary["num_skipped"]["test"] == 0
     assert summary["best"]["accuracy"] >= 0.9, summary["history"]
+    # Fine-tuning normalized as the pretraining run recorded, and records it for the export.
+    assert summary["strip_accents"] is False and "lowercase" not in summary
+    assert (output_dir / "tokenizer.model").read_bytes() == open(ALBERT_MODEL, "rb").read()
 
     eval_rows = _read_predictions(output_dir / "eval_predictions.tsv")
     assert [row["label"] for row in eval_rows] == eval_labels
@@ -250,7 +255,7 @@ def test_cli_runs_the_driver_and_bad_input_names_file_and_line(tmp_path, monkeyp
     bad = tmp_path / "bad.tsv"
     bad.write_text("sentence\tlabel\ngood\t1\nbad\tpositive\n", encoding="utf-8")
     argv = ["finetune.py", "--task", "SST-2", "--train-data", str(bad), "--eval-data", str(bad)]
-    argv += ["--preset", "albert_base_v2", "--sentencepiece-model", ALBERT_MODEL]
+    argv += ["--preset", "albert_base_v2", "--vocabulary", ALBERT_MODEL]
     argv += ["--output-dir", str(tmp_path / "x"), "--debug"]  # the exception, not one line
     monkeypatch.setattr(sys, "argv", argv)
     with pytest.raises(glue.DataFormatError, match=rf"{bad}:3: label 'positive'"):

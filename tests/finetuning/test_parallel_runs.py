@@ -24,7 +24,7 @@ def _runs(tmp_path, name, seeds=(0, 1), **changes):
                 "eval_data": os.path.join(GLUE_DATA, "sst2_dev.tsv"),
                 "output_dir": str(tmp_path / name / f"seed_{seed}"),
                 "config": str(config),
-                "sentencepiece_model": ALBERT_MODEL,
+                "vocabulary": ALBERT_MODEL,
                 "sequence_length": 32,
                 "train_steps": 6,
                 "batch_size": 4,

@@ -61,7 +61,7 @@ def config_path(tmp_path_factory):
 
 def finetune_tool(config_path, output_dir, task, train_data, eval_data, *flags):
     argv = ["--task", task, "--train-data", train_data, "--eval-data", eval_data]
-    argv += ["--config", config_path, "--sentencepiece-model", ALBERT_SPM, "--seed", "1"]
+    argv += ["--config", config_path, "--vocabulary", ALBERT_SPM, "--seed", "1"]
     argv += ["--sequence-length", str(SEQUENCE_LENGTH), "--train-steps", "4", "--batch-size", "4"]
     argv += ["--epochs", "2", "--learning-rate", "1e-3", "--output-dir", str(output_dir), *flags]
     assert runpy.run_path(str(TOOL))["main"](argv) == 0
@@ -306,7 +306,7 @@ def test_an_unlabeled_file_is_test_data_only(task, error, message, config_path, 
         test.write_text("Stabilized\napproach\n", encoding="utf-8")
     options = FinetuningOptions(
         task, train, str(test), str(tmp_path / "run"), config=config_path,
-        sentencepiece_model=ALBERT_SPM, sequence_length=SEQUENCE_LENGTH, max_query_length=16,
+        vocabulary=ALBERT_SPM, sequence_length=SEQUENCE_LENGTH, max_query_length=16,
         verbose=0,
     )  # fmt: skip
     with pytest.raises(error, match=message):

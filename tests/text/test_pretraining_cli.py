@@ -35,7 +35,7 @@ def test_every_option_has_one_flag_and_the_original_aliases(tool):
 def test_the_original_flags_mean_the_same_options(tool):
     parser = tool.build_parser()
     ours = parser.parse_args(
-        ["--inputs", "a.txt", "b.txt", "--output-dir", "out", "--sentencepiece-model", "m",
+        ["--inputs", "a.txt", "b.txt", "--output-dir", "out", "--vocabulary", "m",
          "--no-lowercase", "--sequence-length", "128", "--max-predictions-per-sequence", "19",
          "--seed", "3", "--max-ngram", "2", "--dupe-factor", "5", "--masked-lm-prob", "0.2",
          "--short-seq-prob", "0.3"]
@@ -64,7 +64,7 @@ def test_cli_writes_shards_and_prints_the_summary(tool, tmp_path, capsys):
     output_dir = str(tmp_path / "out")
     code = tool.main(
         ["--inputs", str(text), str(tmp_path / "missing.txt"), "--output-dir", output_dir,
-         "--file-prefix", "p", "--sentencepiece-model", ALBERT_SPM, "--num-workers", "1",
+         "--file-prefix", "p", "--vocabulary", ALBERT_SPM, "--num-workers", "1",
          "--num-shards", "2", "--sequence-length", "64", "--max-predictions-per-sequence", "10",
          "--dupe-factor", "2", "--task", "nsp"]
     )  # fmt: skip
@@ -85,6 +85,46 @@ def test_cli_fails_when_nothing_was_written(tool, tmp_path, capsys):
     empty.write_text("")
     with pytest.raises(ToolError, match="no example was made from --inputs .*empty.txt"):
         tool.main(["--inputs", str(empty), "--output-dir", str(tmp_path / "e"),
-                   "--sentencepiece-model", ALBERT_SPM])  # fmt: skip
+                   "--vocabulary", ALBERT_SPM])  # fmt: skip
     assert "empty file" in capsys.readouterr().out  # the summary is still printed
     assert not os.path.exists(tmp_path / "e")  # no shard, no folder the tool made
+
+
+def test_wordpiece_vocabulary_masks_whole_words_of_continuation_pieces(tool, tmp_path):
+    """With a WordPiece vocabulary a "##" piece continues its word (the original's
+    `_is_start_piece_bert`): a masked word is masked with all of its pieces."""
+    vocabulary = os.path.join(REPO, "tests", "data", "zh", "vocab_chinese.txt")
+    english = (
+        "The receptionist was unbelievably friendly. Breakfast was disappointing. "
+        "Housekeeping came late. "
+    )
+    lines = [f"酒店的wifi信号很差。{english * 2}房间很干净。" for _ in range(20)]
+    (tmp_path / "reviews.txt").write_text("\n\n".join(lines) + "\n", encoding="utf-8")
+    output_dir = tmp_path / "out"
+    code = tool.main(
+        ["--inputs", str(tmp_path / "reviews.txt"), "--output-dir", str(output_dir),
+         "--vocabulary", vocabulary, "--num-workers", "1", "--sequence-length", "64",
+         "--max-predictions-per-sequence", "12", "--dupe-factor", "3",
+         "--document-split", "blank_line", "--language", "zh"]
+    )  # fmt: skip
+    assert code == 0
+    from keras_albert.text.tokenizer import AlbertTokenizer
+
+    tokenizer = AlbertTokenizer(vocabulary)
+    masked_continuations = 0
+    for record in tf.data.TFRecordDataset(str(output_dir / "pretraining-00000-of-00001.tfrecord")):
+        features = tf.train.Example.FromString(record.numpy()).features.feature
+        ids = list(features["input_ids"].int64_list.value)
+        weights = features["masked_lm_weights"].float_list.value
+        positions = features["masked_lm_positions"].int64_list.value
+        masked = {p for p, w in zip(positions, weights, strict=True) if w > 0}
+        for p, label in zip(positions, features["masked_lm_ids"].int64_list.value, strict=True):
+            ids[p] = label if p in masked else ids[p]
+        pieces = [tokenizer.id_to_piece(i) for i in ids]
+        for p in masked:
+            if pieces[p].startswith("##"):
+                masked_continuations += 1
+                assert p - 1 in masked, (pieces[p - 1 : p + 1], "word start left unmasked")
+            if p + 1 < len(pieces) and pieces[p + 1].startswith("##"):
+                assert p + 1 in masked, (pieces[p : p + 2], "continuation left unmasked")
+    assert masked_continuations > 0

@@ -102,7 +102,7 @@ def test_command_line_tool(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(
         sys,
         "argv",
-        [str(tool), "--inputs", str(corpus), "--sentencepiece-model", f"{prefix}.model"]
+        [str(tool), "--inputs", str(corpus), "--vocabulary", f"{prefix}.model"]
         + ["--vocabulary-size", "200", "--num-threads", "1", "--seed", "3"],
     )
     with pytest.raises(SystemExit) as exit_code:
@@ -165,3 +165,23 @@ def test_lines_longer_than_the_trainers_default_limit_are_trained_on(tmp_path, c
     assert "too long line" not in capfd.readouterr().err.lower()
     tokenizer = AlbertTokenizer(result.model_path)
     assert tokenizer.unk_id not in tokenizer.encode("žabaž")
+
+
+def test_accents_kept_for_a_language_that_needs_them(tmp_path):
+    # Vietnamese tones carry meaning: "mà", "má", "mả", "mã", "mạ" are five words.
+    corpus = tmp_path / "vi.txt"
+    corpus.write_text("ma mà má mả mã mạ ba bà bá\n" * 50, encoding="utf-8")
+    common = dict(character_coverage=1.0, num_threads=1, seed=1, progress=False)
+    kept = train_sentencepiece(
+        [str(corpus)], str(tmp_path / "kept"), vocabulary_size=24, strip_accents=False, **common
+    )
+    # Five fewer characters to learn: the largest vocabulary SentencePiece allows here.
+    stripped = train_sentencepiece(
+        [str(corpus)], str(tmp_path / "stripped"), vocabulary_size=18, **common
+    )
+    with_accents = AlbertTokenizer(kept.model_path, strip_accents=False)
+    without = AlbertTokenizer(stripped.model_path)
+    words = ["mà", "má", "mả", "mã", "mạ"]
+    assert len({tuple(with_accents.encode(w)) for w in words}) == 5
+    assert len({tuple(without.encode(w)) for w in words}) == 1  # all "ma"
+    assert with_accents.unk_id not in with_accents.encode("mạ bà")

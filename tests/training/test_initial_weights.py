@@ -38,8 +38,8 @@ def test_classifier_from_our_pretraining_output_in_one_call(tmp_path):
         assert isinstance(classifier, AlbertClassifier) and classifier.num_classes == 2
         _assert_same_backbone(classifier.backbone, pretrainer.backbone)
     assert find_sentencepiece_model(str(output_dir)) == "/spm/austen.model"
-    # A run.json as the pretraining driver writes it today names `sentencepiece_model`.
-    (output_dir / "run.json").write_text(json.dumps({"sentencepiece_model": "/spm/new.model"}))
+    # A run.json as the pretraining driver writes it today names `vocabulary`.
+    (output_dir / "run.json").write_text(json.dumps({"vocabulary": "/spm/new.model"}))
     assert find_sentencepiece_model(str(output_dir)) == "/spm/new.model"
 
     backbone = tiny_backbone()

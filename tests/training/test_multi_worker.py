@@ -228,7 +228,7 @@ def finetune_command(tmp_path, output_dir, strategy):
         sys.executable, str(FINETUNE_TOOL), "--task", "sst2",
         "--train-data", str(GLUE_DIR / "sst2_train.tsv"),
         "--eval-data", str(GLUE_DIR / "sst2_dev.tsv"),
-        "--config", str(config), "--sentencepiece-model", str(SPM),
+        "--config", str(config), "--vocabulary", str(SPM),
         "--sequence-length", "32", "--batch-size", "8", "--train-steps", "6", "--epochs", "3",
         "--learning-rate", "1e-3", "--warmup-steps", "1", "--dropout", "0", "--seed", "3",
         "--strategy", strategy, "--jit-compile", "false", "--verbose", "0",

@@ -334,7 +334,7 @@ def test_dynamic_masking_trains_with_fresh_masks(tmp_path, records):
     run = options(
         tmp_path, records, train_data=str(path), config=config, train_steps=4, log_every_steps=2,
         checkpoint_every_steps=4,
-        dynamic_masking=True, sentencepiece_model=vocabulary, max_predictions_per_sequence=3,
+        dynamic_masking=True, vocabulary=vocabulary, max_predictions_per_sequence=3,
         seed=0,
     )  # fmt: skip
     keras.utils.set_random_seed(0)  # a global TF seed of 0 once broke the per-pass seeds
@@ -536,14 +536,14 @@ def test_resuming_with_other_options_is_refused(tmp_path, records):
     pretrain(options(tmp_path, records, train_steps=10))
     with pytest.raises(ValueError, match="batch_size: 8 -> 16"):
         pretrain(options(tmp_path, records, train_steps=10, batch_size=16))
-    # A run.json of before the renames (`total_steps`, `vocabulary`, fewer options) resumes
-    # under today's names, and is checked under them.
+    # A run.json of before the renames (`total_steps`, `sentencepiece_model`, fewer options)
+    # resumes under today's names, and is checked under them.
     run_file = tmp_path / "run" / "run.json"
     recorded = json.loads(run_file.read_text())
-    assert recorded["train_steps"] == 10 and recorded["sentencepiece_model"] is None
+    assert recorded["train_steps"] == 10 and recorded["vocabulary"] is None
     old = {key: value for key, value in recorded.items() if key not in ("max_ngram",)}
     old["total_steps"] = old.pop("train_steps")
-    old["vocabulary"] = old.pop("sentencepiece_model")
+    old["sentencepiece_model"] = old.pop("vocabulary")
     run_file.write_text(json.dumps(old))
     with pytest.raises(ValueError, match="train_steps: 10 -> 20"):
         pretrain(options(tmp_path, records, train_steps=20))
@@ -588,7 +588,7 @@ def test_multi_worker_is_not_refused(tmp_path, records, monkeypatch):
         ({"config": None}, "One of `preset`, `config`, `init_checkpoint` must be given"),
         ({"checkpoint_every_steps": 15}, "divisible by `log_every_steps`"),
         ({"train_steps": 0}, "`train_steps` must be an integer >= 1"),
-        ({"dynamic_masking": True}, "`sentencepiece_model` must be given with `dynamic_mask"),
+        ({"dynamic_masking": True}, "`vocabulary` must be given with `dynamic_mask"),
         ({"jit_compile": "yes"}, "`jit_compile` must be one of True, False, 'auto'"),
         ({"sentence_order_loss_weight": -1.0}, "sentence_order_loss_weight=-1.0"),
     ],
@@ -596,3 +596,21 @@ def test_multi_worker_is_not_refused(tmp_path, records, monkeypatch):
 def test_bad_options(tmp_path, records, changes, message):
     with pytest.raises(ValueError, match=message):
         options(tmp_path, records, **changes)
+
+
+def test_a_changed_normalization_is_recorded_for_fine_tuning_and_the_export(tmp_path, records):
+    from keras_albert.convert import resolve_normalization
+
+    short = dict(train_steps=2, warmup_steps=1, log_every_steps=2, checkpoint_every_steps=2)
+    pretrain(options(tmp_path, records, **short))
+    recorded = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert "lowercase" not in recorded and "strip_accents" not in recorded  # the defaults
+    pretrain(
+        options(tmp_path, records, output_dir=str(tmp_path / "cased"), lowercase=False, **short)
+    )
+    recorded = json.loads((tmp_path / "cased" / "run.json").read_text())
+    assert recorded["lowercase"] is False and "strip_accents" not in recorded
+    assert resolve_normalization(str(tmp_path / "cased")) == {
+        "lowercase": False,
+        "strip_accents": True,
+    }

@@ -12,7 +12,7 @@ from keras_albert.training import run_directory
 
 
 def test_run_file_is_read_under_todays_names_and_checked(tmp_path):
-    current = {"train_steps": 10, "sentencepiece_model": "a.model", "batch_size": 8, "seed": 1}
+    current = {"train_steps": 10, "vocabulary": "a.model", "batch_size": 8, "seed": 1}
     run_directory.write_run_file(str(tmp_path), current)
     assert json.loads((tmp_path / "run.json").read_text()) == current
     assert run_directory.read_run_file(str(tmp_path)) == current
@@ -22,17 +22,16 @@ def test_run_file_is_read_under_todays_names_and_checked(tmp_path):
         run_directory.check_run_file(str(tmp_path), {**current, "batch_size": 16}, True)
 
     # A run.json of before the renames, without `seed`: old keys map to new ones, and an
-    # option the file does not record is not compared.
-    old = {"total_steps": 10, "vocabulary": "a.model", "batch_size": 8}
+    # option the file does not record is not compared (`sentencepiece_model`: the name of
+    # `vocabulary` before WordPiece vocabularies).
+    old = {"total_steps": 10, "sentencepiece_model": "a.model", "batch_size": 8}
     (tmp_path / "run.json").write_text(json.dumps(old))
     assert run_directory.read_run_file(str(tmp_path)) == {
-        "train_steps": 10, "sentencepiece_model": "a.model", "batch_size": 8,
+        "train_steps": 10, "vocabulary": "a.model", "batch_size": 8,
     }  # fmt: skip
     run_directory.check_run_file(str(tmp_path), {**current, "seed": 99}, True)
-    with pytest.raises(ValueError, match="sentencepiece_model: 'a.model' -> 'b.model'"):
-        run_directory.check_run_file(
-            str(tmp_path), {**current, "sentencepiece_model": "b.model"}, True
-        )
+    with pytest.raises(ValueError, match="vocabulary: 'a.model' -> 'b.model'"):
+        run_directory.check_run_file(str(tmp_path), {**current, "vocabulary": "b.model"}, True)
     assert run_directory.read_run_file(str(tmp_path / "elsewhere")) is None
 
 

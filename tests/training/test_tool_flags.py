@@ -51,7 +51,7 @@ def test_pretrain_tool_flags_and_aliases():
         learning_rate=0.00176, train_steps=125000, warmup_steps=3125,
         checkpoint_every_steps=5000, keep_checkpoints=5, steps_per_execution=100,
         eval_steps=100, eval_data="e", strategy="tpu", tpu_address="my-tpu",
-        sentencepiece_model="s.model", seed=7, weight_decay_rate=0.02, jit_compile=True,
+        vocabulary="s.model", seed=7, weight_decay_rate=0.02, jit_compile=True,
     )  # fmt: skip
     not_tpu = parser.parse_args([*required, "--use_tpu=false", "--strategy", "cpu"])
     assert not_tpu.strategy == "cpu"

@@ -228,7 +228,7 @@ def pretraining_options(options: MainJobOptions):
         train_data=options.path("pretraining_data", "train-*.tfrecord"),
         eval_data=options.path("pretraining_data", "eval-*.tfrecord"),
         output_dir=options.path("pretraining", "model"),
-        sentencepiece_model=tokenizer_path(options),
+        vocabulary=tokenizer_path(options),
         dynamic_masking=True,
         masked_lm_prob=options.masked_lm_prob,
         max_ngram=options.max_ngram,
@@ -320,7 +320,7 @@ def finetuning_options(options: MainJobOptions, from_scratch: bool, *, task="SST
     return FinetuningOptions(
         task=task,
         warmup_steps=max(run["train_steps"] // 10, 1),
-        sentencepiece_model=tokenizer_path(options),
+        vocabulary=tokenizer_path(options),
         sequence_length=options.finetune_sequence_length,
         batch_size=options.finetune_batch_size,
         pad_to_multiple_of=options.finetune_pad_to_multiple_of,
