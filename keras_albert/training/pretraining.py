@@ -167,6 +167,11 @@ def _pretrain(options: PretrainingOptions, strategy, chief: bool, started: float
             f"{masking.word_start.shape[0]} pieces but the model's vocabulary_size is "
             f"{config.vocabulary_size}."
         )
+    # The architecture, recorded from the first step: the checkpoints of an interrupted run
+    # load (`load_checkpoint(output_dir)`, fine-tuning's `init_checkpoint`) whatever flags
+    # started it, and a resume must keep it.
+    run_options["config"] = config.to_dict()
+    run_directory.check_architecture(options.output_dir, run_options["config"], has_checkpoint)
     check_first_batch(options, options.train_data, layout, config, "train_data")
     if eval_layout is not None:
         check_first_batch(options, options.eval_data, eval_layout, config, "eval_data")

@@ -58,10 +58,19 @@ def atomic_copy(source: str, path: str) -> None:
 
 
 def atomic_save_model(model: keras.Model, path: str) -> None:
-    """`model.save(path)` through a temporary `.keras` file (Keras needs the suffix)."""
+    """`model.save(path)` through a temporary `.keras` file (Keras needs the suffix): a failed
+    write (a full disk, no permission) leaves the previous `path` as it was, removes the
+    partial file and says what failed."""
     temporary = f"{path[: -len('.keras')]}-tmp-{uuid.uuid4().hex}.keras"
-    model.save(temporary)
-    tf.io.gfile.rename(temporary, path, overwrite=True)
+    try:
+        model.save(temporary)
+        tf.io.gfile.rename(temporary, path, overwrite=True)
+    except (OSError, tf.errors.OpError) as error:
+        if tf.io.gfile.exists(temporary):
+            tf.io.gfile.remove(temporary)
+        kept = "the previous one is kept" if tf.io.gfile.exists(path) else "nothing was written"
+        detail = " ".join(str(error).split())
+        raise OSError(f"Could not write {path} ({detail}); {kept}.") from error
 
 
 def write_summary(output_dir: str, summary: dict) -> str:
@@ -107,6 +116,26 @@ def check_run_file(
         raise ValueError(
             f"{output_dir!r} holds a run with other options ({details}); resuming it with them "
             f"would change the data stream or the schedule. Use another `output_dir` or {remedy}."
+        )
+
+
+def check_architecture(output_dir: str, config: dict, has_checkpoint: bool) -> None:
+    """A run with checkpoints must resume with the architecture its `run.json` records (the
+    `AlbertConfig` fields); one line names the fields that differ."""
+    previous = (read_run_file(output_dir) or {}).get("config")
+    if not has_checkpoint or not isinstance(previous, dict):
+        return
+    current = json.loads(json.dumps(config))
+    changed = {
+        key: (previous.get(key), value)
+        for key, value in current.items()
+        if key in previous and previous[key] != value
+    }
+    if changed:
+        details = ", ".join(f"{k}: {old!r} -> {new!r}" for k, (old, new) in changed.items())
+        raise ValueError(
+            f"{output_dir!r} holds checkpoints of another architecture ({details}); use "
+            "another `output_dir`, or the architecture the run started with."
         )
 
 

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_albert import AlbertBackbone, AlbertPretrainer
+from keras_albert import AlbertBackbone, AlbertPretrainer, load_checkpoint
 from keras_albert.text.pretraining.dataset import make_pretraining_dataset
 from keras_albert.training.lamb import Lamb
 from keras_albert.training.losses import MaskedLMLoss, sentence_order_loss
@@ -614,3 +614,31 @@ def test_a_changed_normalization_is_recorded_for_fine_tuning_and_the_export(tmp_
         "lowercase": False,
         "strip_accents": True,
     }
+
+
+def test_an_interrupted_run_started_with_a_config_loads_from_its_checkpoints(tmp_path, records):
+    # Until the run ends it has checkpoints but no pretrainer.keras or summary.json: run.json
+    # records the architecture from the first step, so the checkpoints load (and fine-tuning
+    # starts from them) whatever flags started the run.
+    run = options(tmp_path, records, train_steps=10)
+    pretrain(run)
+    final = keras.models.load_model(os.path.join(run.output_dir, "pretrainer.keras"))
+    for name in ("pretrainer.keras", "summary.json"):
+        os.remove(os.path.join(run.output_dir, name))
+    recorded = json.loads(Path(run.output_dir, "run.json").read_text())["config"]
+    assert recorded == final.backbone.albert_config.to_dict()
+    loaded = load_checkpoint(run.output_dir)
+    assert isinstance(loaded, AlbertPretrainer)
+    for expected, actual in zip(final.get_weights(), loaded.get_weights(), strict=True):
+        np.testing.assert_array_equal(actual, expected)
+    backbone = load_checkpoint(run.output_dir, model="backbone")
+    for expected, actual in zip(final.backbone.weights, backbone.weights, strict=True):
+        np.testing.assert_array_equal(actual.numpy(), expected.numpy())
+    # Resuming it with another architecture is refused in one line naming the difference.
+    other = write_config(tmp_path / "other.json", intermediate_dim=TINY_MODEL["hidden_dim"])
+    message = (
+        f"holds checkpoints of another architecture \\(intermediate_dim: "
+        f"{TINY_MODEL['intermediate_dim']} -> {TINY_MODEL['hidden_dim']}\\)"
+    )
+    with pytest.raises(ValueError, match=message):
+        pretrain(options(tmp_path, records, train_steps=10, config=other))

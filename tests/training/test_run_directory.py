@@ -133,3 +133,56 @@ def test_run_file_of_todays_options_keeps_an_old_name_and_compares_tuples_as_lis
         run_directory.check_run_file(
             str(tmp_path), {**current, "labels": ("b", "a")}, True, remedy="`force`"
         )
+
+
+def test_a_failed_write_leaves_the_previous_artifacts_intact(tmp_path, monkeypatch):
+    # A full disk in the middle of a write: best.keras, summary.json and the served versions
+    # written before are byte-identical afterwards, no partial file is left, and the error
+    # says what failed.
+    import errno
+
+    import keras
+    import tensorflow as tf
+
+    from keras_albert.export.serving_layout import write_version
+    from tests.helpers import tiny_backbone
+
+    model = tiny_backbone()
+    best = str(tmp_path / "best.keras")
+    run_directory.atomic_save_model(model, best)
+    summary = run_directory.write_summary(str(tmp_path), {"step": 1})
+    version_1 = write_version(tmp_path / "served", lambda d: open(f"{d}/model", "w").write("1"))
+    before = {
+        path: open(path, "rb").read()
+        for path in (best, str(tmp_path / "summary.json"), f"{version_1}/model")
+    }
+
+    def disk_full(self, filepath, *args, **kwargs):
+        with open(filepath, "wb") as file:
+            file.write(b"PK\x03\x04 half a zip")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(keras.Model, "save", disk_full)
+    kept = r"Could not write .*best\.keras \(.*No space left on device\); the previous one is kept"
+    with pytest.raises(OSError, match=kept):
+        run_directory.atomic_save_model(model, best)
+
+    def half_written(directory):
+        open(f"{directory}/model", "w").write("partial")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with pytest.raises(OSError, match="No space left on device"):
+        write_version(tmp_path / "served", half_written)
+
+    def rename_fails(*args, **kwargs):  # the new text is written whole, the rename fails
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(tf.io.gfile, "rename", rename_fails)
+    with pytest.raises(OSError, match="No space left on device"):
+        run_directory.write_summary(str(tmp_path), {"step": 2})
+    monkeypatch.undo()
+    for path, content in before.items():
+        assert open(path, "rb").read() == content, path
+    assert sorted(os.listdir(tmp_path)) == ["best.keras", "served", "summary.json"]
+    assert os.listdir(tmp_path / "served") == ["1"]
+    assert json.loads(summary) == {"step": 1}
