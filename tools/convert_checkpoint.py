@@ -18,6 +18,7 @@ from typing import Literal
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
 from keras_albert.cli import (  # noqa: E402
+    VOCABULARY_METADATA,
     add_options,
     options_from_args,
     run_tool,
@@ -26,7 +27,7 @@ from keras_albert.cli import (  # noqa: E402
 from keras_albert.convert import (  # noqa: E402
     FORMATS,
     MODEL_KINDS,
-    find_sentencepiece_model,
+    find_vocabulary,
     load_checkpoint,
     save_checkpoint,
 )
@@ -49,8 +50,8 @@ class ConvertOptions:
             TF1 prefix.
         num_classes: for a classifier whose checkpoint does not say.
         to: the written format; auto: .keras / .weights.h5 by extension, else Hugging Face.
-        sentencepiece_model: the tokenizer a keras-hub preset carries; default: the one
-            beside the source (or named by its run.json).
+        vocabulary: the tokenizer (a SentencePiece model) a keras-hub preset carries;
+            default: the one beside the source (or named by its run.json).
     """
 
     source: str = dataclasses.field(metadata={"flag": False})
@@ -60,7 +61,7 @@ class ConvertOptions:
     config: str | None = None
     num_classes: int | None = None
     to: Literal[WRITE_FORMATS] = "auto"
-    sentencepiece_model: str | None = None
+    vocabulary: str | None = dataclasses.field(default=None, metadata=VOCABULARY_METADATA)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -93,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         model,
         options.destination,
         format=options.to,
-        sentencepiece_model=options.sentencepiece_model or find_sentencepiece_model(options.source),
+        vocabulary=options.vocabulary or find_vocabulary(options.source),
     )
     print(
         f"wrote {type(model).__name__} ({model.count_params():,} parameters) to "

@@ -17,15 +17,15 @@ def save_checkpoint(
     model,
     destination: str | os.PathLike,
     format: str = "auto",
-    sentencepiece_model: str | os.PathLike | None = None,
+    vocabulary: str | os.PathLike | None = None,
 ) -> None:
     """Writes `model` as `.keras`, `.weights.h5`, a Hugging Face directory ("hf") or a
     keras-hub preset directory ("keras_hub").
 
     "auto" writes Keras's formats for a destination ending in `.keras` or `.weights.h5`, and
     a Hugging Face directory (`config.json` + `model.safetensors`) otherwise.
-    `sentencepiece_model` goes into a keras-hub preset as its tokenizer (the other formats
-    ignore it).
+    `vocabulary` (a SentencePiece model) goes into a keras-hub preset as its tokenizer (the
+    other formats ignore it).
     """
     require_one_of("format", format, WRITE_FORMATS)
     destination = os.fspath(destination)
@@ -37,8 +37,6 @@ def save_checkpoint(
         else:
             model.save(destination)
     elif format == "keras_hub":
-        write_keras_hub_preset(
-            model, destination, sentencepiece_model and os.fspath(sentencepiece_model)
-        )
+        write_keras_hub_preset(model, destination, vocabulary and os.fspath(vocabulary))
     else:
         write_hf_directory(model, destination)

@@ -40,6 +40,7 @@ import numpy as np
 from keras_albert.config import AlbertConfig
 from keras_albert.convert.name_table import Entry, assign_from_table, read_from_table
 from keras_albert.models import AlbertBackbone, AlbertClassifier, AlbertPretrainer
+from keras_albert.text.wordpiece import is_vocabulary
 
 # keras-hub class (config.json / task.json `class_name`) → the kind of model we build for it.
 KERAS_HUB_CLASSES = {
@@ -360,7 +361,7 @@ def _write_weights_file(path: str, datasets: dict[str, np.ndarray], names: dict[
 
 
 def write_keras_hub_preset(
-    model, directory: str | os.PathLike, sentencepiece_model: str | None = None
+    model, directory: str | os.PathLike, vocabulary: str | None = None
 ) -> None:
     """Writes `model` (an `AlbertBackbone`, `AlbertClassifier` or `AlbertPretrainer`) as a
     keras-hub preset directory that `keras_hub.models.AlbertBackbone.from_preset` (and
@@ -370,7 +371,8 @@ def write_keras_hub_preset(
         model: the model; an `AlbertPretrainer` becomes an `AlbertMaskedLM` (its
             sentence-order head is not written: keras-hub has none).
         directory: the preset directory (created).
-        sentencepiece_model: the tokenizer's model, copied to
+        vocabulary: the tokenizer's SentencePiece model (keras-hub's ALBERT tokenizer has no
+            WordPiece form: a WordPiece vocabulary is refused), copied to
             `assets/tokenizer/vocabulary.spm` with its `tokenizer.json` (and for a task its
             `preprocessor.json`); without it keras-hub loads the model but no preprocessor.
     """
@@ -427,7 +429,14 @@ def write_keras_hub_preset(
     )
 
     preprocessor_json = None
-    if sentencepiece_model is not None:
+    if vocabulary is not None:
+        with open(vocabulary, "rb") as file:
+            if is_vocabulary(file.read()):
+                raise ValueError(
+                    "`vocabulary` must be a SentencePiece model for a keras-hub preset "
+                    "(keras-hub's ALBERT tokenizer is SentencePiece only). Received: a WordPiece "
+                    f"vocabulary, vocabulary={vocabulary!r}"
+                )
         tokenizer_json = _serialized(
             "AlbertTokenizer",
             "albert_tokenizer",
@@ -443,7 +452,7 @@ def write_keras_hub_preset(
         _write_json(os.path.join(directory, "tokenizer.json"), tokenizer_json)
         asset = os.path.join(directory, TOKENIZER_ASSET)
         os.makedirs(os.path.dirname(asset), exist_ok=True)
-        shutil.copyfile(sentencepiece_model, asset)
+        shutil.copyfile(vocabulary, asset)
         if head is not None:
             class_name, module = _PREPROCESSORS[head]
             preprocessor_json = _serialized(

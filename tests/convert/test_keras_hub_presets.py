@@ -17,7 +17,7 @@ import pytest
 import tensorflow as tf
 
 from keras_albert import AlbertBackbone, AlbertClassifier, AlbertPretrainer, AlbertTokenizer
-from keras_albert.convert import find_sentencepiece_model, load_checkpoint, save_checkpoint
+from keras_albert.convert import find_vocabulary, load_checkpoint, save_checkpoint
 from keras_albert.export.tflite import export_tflite_checkpoint
 from tests.helpers import tiny_config
 from tests.test_tool_errors import load_tool
@@ -92,7 +92,7 @@ def our_classifier():
 @pytest.fixture(scope="module")
 def written_preset(tmp_path_factory, our_classifier):
     directory = tmp_path_factory.mktemp("ours") / "preset"
-    save_checkpoint(our_classifier, directory, format="keras_hub", sentencepiece_model=ALBERT_MODEL)
+    save_checkpoint(our_classifier, directory, format="keras_hub", vocabulary=ALBERT_MODEL)
     return directory
 
 
@@ -156,9 +156,7 @@ def test_load_checkpoint_reads_a_keras_hub_classifier_preset(keras_hub_classifie
     backbone = load_checkpoint(directory, model="backbone")
     assert isinstance(backbone, AlbertBackbone)
     assert_same_backbone_outputs(backbone, theirs.backbone, inputs)
-    assert find_sentencepiece_model(directory) == str(
-        directory / "assets" / "tokenizer" / "vocabulary.spm"
-    )
+    assert find_vocabulary(directory) == str(directory / "assets" / "tokenizer" / "vocabulary.spm")
 
 
 def test_exports_find_the_preset_tokenizer(keras_hub_classifier_preset, tmp_path):

@@ -197,7 +197,7 @@ def test_one_run_per_directory_and_a_dead_holder_is_taken_over(config_path, tmp_
     (output_dir / "run.lock").write_text(f"{dead.pid} {os.uname().nodename}\n")
     options = FinetuningOptions(
         "SST-2", os.path.join(GLUE, "sst2_train.tsv"), os.path.join(GLUE, "sst2_dev.tsv"),
-        str(output_dir), config=config_path, sentencepiece_model=ALBERT_SPM,
+        str(output_dir), config=config_path, vocabulary=ALBERT_SPM,
         sequence_length=32, batch_size=4, train_steps=2, epochs=1, verbose=0,
     )  # fmt: skip
     finetune(options)
@@ -210,7 +210,7 @@ def test_a_resume_with_other_options_is_refused_and_force_starts_over(
     base = dict(
         task="SST-2", train_data=os.path.join(GLUE, "sst2_train.tsv"),
         eval_data=os.path.join(GLUE, "sst2_dev.tsv"), output_dir=str(tmp_path / "run"),
-        config=config_path, sentencepiece_model=ALBERT_SPM, sequence_length=32,
+        config=config_path, vocabulary=ALBERT_SPM, sequence_length=32,
         batch_size=4, train_steps=4, epochs=2, verbose=0,
     )  # fmt: skip
     first = finetune(FinetuningOptions(**base))
@@ -243,7 +243,7 @@ def test_ner_resumed_from_an_earlier_checkpoint_ends_like_the_uninterrupted_run(
     data.write_text("".join(lines.splitlines(keepends=True)[:160]), encoding="utf-8")
     options = dict(
         task="ner", train_data=str(data), eval_data=str(data), config=config_path,
-        sentencepiece_model=ALBERT_SPM, sequence_length=32, batch_size=4, train_steps=8,
+        vocabulary=ALBERT_SPM, sequence_length=32, batch_size=4, train_steps=8,
         epochs=2, learning_rate=1e-3, checkpoint_every_steps=3, keep_checkpoints=10,
         verbose=0,
     )  # fmt: skip
