@@ -231,21 +231,32 @@ def test_a_resume_with_other_options_is_refused_and_force_starts_over(
     assert len(history(tmp_path / "run")) == 2 and latest_step(tmp_path / "run") == 4
 
 
-def test_ner_resumed_from_an_earlier_checkpoint_ends_like_the_uninterrupted_run(
-    config_path, tmp_path
+def _task_data(task: str, tmp_path: Path) -> tuple[str, dict, tuple[str, ...]]:
+    """(data file, task options, the files the best model writes) of a small real sample."""
+    if task == "ner":
+        lines = Path(DATA_DIR, "ner", "wnut17_dev.conll").read_text(encoding="utf-8")
+        data = tmp_path / "ner.conll"
+        data.write_text("".join(lines.splitlines(keepends=True)[:160]), encoding="utf-8")
+        return str(data), {"sequence_length": 32}, ("eval_predictions.conll",)
+    data = os.path.join(DATA_DIR, "squad", "dev-v2.0-small.json")  # 14 questions
+    windows = {"sequence_length": 32, "max_query_length": 12, "doc_stride": 8}
+    return data, windows, ("predictions.json", "null_odds.json", "nbest_predictions.json")
+
+
+@pytest.mark.parametrize("task", ["ner", "squad_v2"])
+def test_resumed_from_an_earlier_checkpoint_ends_like_the_uninterrupted_run(
+    task, config_path, tmp_path
 ):
     """The directory a run SIGKILLed right after its step-3 checkpoint leaves: later
     checkpoints unregistered, history rows and a best model of later steps (they are
     written before the next checkpoint). The rerun drops the rows, trains steps 4-8 again
-    and ends as the uninterrupted run, bit for bit."""
-    lines = Path(DATA_DIR, "ner", "wnut17_dev.conll").read_text(encoding="utf-8")
-    data = tmp_path / "ner.conll"
-    data.write_text("".join(lines.splitlines(keepends=True)[:160]), encoding="utf-8")
+    and ends as the uninterrupted run, bit for bit (NER, and SQuAD v2 with its windows)."""
+    data, task_options, predictions = _task_data(task, tmp_path)
     options = dict(
-        task="ner", train_data=str(data), eval_data=str(data), config=config_path,
-        vocabulary=ALBERT_SPM, sequence_length=32, batch_size=4, train_steps=8,
+        task=task, train_data=data, eval_data=data, config=config_path,
+        vocabulary=ALBERT_SPM, batch_size=4, train_steps=8,
         epochs=2, learning_rate=1e-3, checkpoint_every_steps=3, keep_checkpoints=10,
-        verbose=0,
+        verbose=0, **task_options,
     )  # fmt: skip
     reference = tmp_path / "reference"
     finetune(FinetuningOptions(output_dir=str(reference), **options))
@@ -259,7 +270,7 @@ def test_ner_resumed_from_an_earlier_checkpoint_ends_like_the_uninterrupted_run(
         'model_checkpoint_path: "ckpt-3"\nall_model_checkpoint_paths: "ckpt-3"\n'
     )
     # Step 3 precedes the first evaluation: no best model yet.
-    for name in ("best.keras", "summary.json", "metrics.json", "eval_predictions.conll"):
+    for name in ("best.keras", "summary.json", "metrics.json", *predictions):
         (interrupted / name).unlink()
     rows_before = len(history(interrupted))
 
@@ -267,9 +278,8 @@ def test_ner_resumed_from_an_earlier_checkpoint_ends_like_the_uninterrupted_run(
     assert summary["resumed_from_step"] == 3 and rows_before == 2
     assert history(interrupted) == history(reference)
     assert (interrupted / "metrics.json").read_text() == (reference / "metrics.json").read_text()
-    assert (interrupted / "eval_predictions.conll").read_text() == (
-        reference / "eval_predictions.conll"
-    ).read_text()
+    for name in predictions:
+        assert (interrupted / name).read_text() == (reference / name).read_text(), name
     weights = [
         keras.models.load_model(p / "best.keras").get_weights() for p in (interrupted, reference)
     ]
