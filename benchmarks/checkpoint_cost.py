@@ -33,7 +33,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-from results import default_path, write_results  # noqa: E402 (benchmarks/results.py)
+from results import default_path, directory_bytes, write_results  # noqa: E402 (benchmarks/results.py)
 
 from keras_albert import AlbertBackbone, AlbertQuestionAnswerer, get_preset  # noqa: E402
 from keras_albert.finetuning.driver import build_optimizer  # noqa: E402
@@ -51,14 +51,6 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SQUAD_SAMPLE = os.path.join(REPO, "tests", "data", "squad", "expmrc-squad-dev-sample.json")
 SENTENCEPIECE = os.path.join(REPO, "tests", "data", "30k-clean.model")
 SST2_TRAIN = os.path.join(REPO, "data", "glue", "SST-2", "train.tsv")
-
-
-def directory_bytes(path: str) -> int:
-    return sum(
-        os.path.getsize(os.path.join(root, name))
-        for root, _, names in os.walk(path)
-        for name in names
-    )
 
 
 def main() -> None:

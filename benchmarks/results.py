@@ -37,3 +37,12 @@ def write_results(path: str, results: dict) -> str:
     os.replace(f.name, path)
     print(f"raw results: {path}")
     return path
+
+
+def directory_bytes(path: str) -> int:
+    """The bytes of every file below `path` (an export's or a checkpoint's size)."""
+    return sum(
+        os.path.getsize(os.path.join(root, name))
+        for root, _, names in os.walk(path)
+        for name in names
+    )

@@ -21,7 +21,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-from results import default_path, write_results  # noqa: E402 (benchmarks/results.py)
+from results import default_path, directory_bytes, write_results  # noqa: E402 (benchmarks/results.py)
 
 from keras_albert import AlbertBackbone, AlbertClassifier  # noqa: E402
 from keras_albert.export import export_saved_model  # noqa: E402
@@ -30,14 +30,6 @@ from keras_albert.text.tokenizer import AlbertTokenizer  # noqa: E402
 
 DATA = pathlib.Path(__file__).resolve().parents[1] / "tests" / "data"
 PADDED_LENGTH = 128
-
-
-def directory_bytes(path: str) -> int:
-    return sum(
-        os.path.getsize(os.path.join(root, name))
-        for root, _, names in os.walk(path)
-        for name in names
-    )
 
 
 def main() -> None:

@@ -105,14 +105,7 @@ def check_run_file(
     previous = read_run_file(output_dir)
     if previous is None or not has_checkpoint:
         return
-    current = json.loads(json.dumps(current))
-    changed = {
-        key: (previous[key], value)
-        for key, value in current.items()
-        if key in previous and previous[key] != value
-    }
-    if changed:
-        details = ", ".join(f"{k}: {old!r} -> {new!r}" for k, (old, new) in changed.items())
+    if details := _changes(previous, current):
         raise ValueError(
             f"{output_dir!r} holds a run with other options ({details}); resuming it with them "
             f"would change the data stream or the schedule. Use another `output_dir` or {remedy}."
@@ -125,18 +118,22 @@ def check_architecture(output_dir: str, config: dict, has_checkpoint: bool) -> N
     previous = (read_run_file(output_dir) or {}).get("config")
     if not has_checkpoint or not isinstance(previous, dict):
         return
-    current = json.loads(json.dumps(config))
-    changed = {
-        key: (previous.get(key), value)
-        for key, value in current.items()
-        if key in previous and previous[key] != value
-    }
-    if changed:
-        details = ", ".join(f"{k}: {old!r} -> {new!r}" for k, (old, new) in changed.items())
+    if details := _changes(previous, config):
         raise ValueError(
             f"{output_dir!r} holds checkpoints of another architecture ({details}); use "
             "another `output_dir`, or the architecture the run started with."
         )
+
+
+def _changes(previous: dict, current: dict) -> str:
+    """ "name: old -> new" for each key of `current` that `previous` records otherwise (values
+    compared as JSON records them: a tuple is a list); "" when none."""
+    current = json.loads(json.dumps(current))
+    return ", ".join(
+        f"{key}: {previous[key]!r} -> {value!r}"
+        for key, value in current.items()
+        if key in previous and previous[key] != value
+    )
 
 
 def write_run_file(output_dir: str, current: dict) -> None:
