@@ -1,1 +1,2 @@
-"""Text: tokenizer, packing and pretraining examples."""
+"""Text: normalization, the SentencePiece and WordPiece tokenizer, character offsets, packing
+and pretraining examples."""
