@@ -1,18 +1,22 @@
 """Checkpoints in and out: one resolver for every source, converters with declarative tables."""
 
 from keras_albert.convert.checkpoints import save_checkpoint
-from keras_albert.convert.resolve import (
+from keras_albert.convert.formats import (
     ACCEPTED_FORMS,
     FORMATS,
-    MODEL_KINDS,
     CheckpointNotFoundError,
-    CorruptCheckpointError,
     detect_format,
+)
+from keras_albert.convert.resolve import (
+    MODEL_KINDS,
+    CorruptCheckpointError,
+    load_checkpoint,
+    resolve_config,
+)
+from keras_albert.convert.vocabulary import (
     find_sentencepiece_model,
     find_vocabulary,
-    load_checkpoint,
     require_vocabulary,
-    resolve_config,
     resolve_normalization,
 )
 

@@ -32,7 +32,15 @@ import h5py
 import keras
 import tensorflow as tf
 
-from keras_albert.config import PRESETS, AlbertConfig, get_preset
+from keras_albert.config import AlbertConfig, get_preset
+from keras_albert.convert.formats import (
+    FORMATS,
+    RUN_FILES,
+    detect_format,
+    latest_training_checkpoint,
+    read_run_file,
+    training_output_model,
+)
 from keras_albert.convert.huggingface import (
     HF_ARCHITECTURES,
     hf_labels,
@@ -40,8 +48,6 @@ from keras_albert.convert.huggingface import (
     read_hf_directory,
 )
 from keras_albert.convert.keras_hub import (
-    find_keras_hub_sentencepiece_model,
-    is_keras_hub_preset,
     keras_hub_config,
     load_keras_hub_preset,
 )
@@ -54,20 +60,8 @@ from keras_albert.models import (
     AlbertQuestionAnswerer,
     AlbertTokenClassifier,
 )
-from keras_albert.text.normalization import NORMALIZATION_DEFAULTS
-from keras_albert.validation import require_file, require_int, require_one_of
+from keras_albert.validation import require_int, require_one_of
 
-FORMATS = (
-    "auto",
-    "preset",
-    "config",
-    "keras",
-    "weights",
-    "hf",
-    "keras_hub",
-    "tf1",
-    "training_output",
-)
 MODEL_KINDS = (
     "backbone",
     "pretrainer",
@@ -87,29 +81,6 @@ _MODEL_CLASSES = (
 )
 # Kinds whose head needs a count the checkpoint may not give: classes, or tags.
 _COUNTED_HEADS = ("classifier", "token_classifier")
-ACCEPTED_FORMS = (
-    f"a preset name ({', '.join(PRESETS)})",
-    "a config JSON file (ours, albert_config.json or a Hugging Face config.json)",
-    "a .keras file of an AlbertBackbone, AlbertPretrainer or AlbertClassifier",
-    "a .weights.h5 file, with `config` giving the architecture",
-    "a Hugging Face directory (config.json + model.safetensors or pytorch_model.bin)",
-    "a keras-hub preset directory (config.json of its AlbertBackbone + model.weights.h5)",
-    "an original TF1 directory (albert_config.json + model.ckpt-*) or a checkpoint prefix "
-    "(with .index), with `config` for a prefix",
-    "a training output directory (pretrainer.keras or one .keras file, or checkpoints/ckpt-N "
-    "with the config recorded in run.json or summary.json)",
-)
-# A pretraining output's files (see keras_albert.training.pretraining).
-_RUN_FILES = ("run.json", "summary.json")
-# The tokenizer's vocabulary file in run.json: `sentencepiece_model` is its name before WordPiece.
-_VOCABULARY_KEYS = ("vocabulary", "sentencepiece_model")
-# WordPiece vocabularies as releases name them: the original Chinese ALBERT releases',
-# Hugging Face's and brightmart/albert_zh's (and fine-tuning's copy of a WordPiece vocabulary).
-WORDPIECE_VOCABULARY_NAMES = ("vocab_chinese.txt", "vocab.txt")
-
-
-class CheckpointNotFoundError(FileNotFoundError, ValueError):
-    """A checkpoint path that does not exist (both a `FileNotFoundError` and a `ValueError`)."""
 
 
 class CorruptCheckpointError(ValueError):
@@ -132,47 +103,6 @@ def _reading(path: str, what: str):
             f"`source` must be a complete {what}: {path} is truncated or corrupt ({detail}). "
             f"Received: source={path!r}"
         ) from None
-
-
-def detect_format(source: str | os.PathLike) -> str:
-    """The form of `source`: one of `FORMATS` but "auto"; one error listing them otherwise."""
-    source = os.fspath(source)
-    if source in PRESETS and not os.path.exists(source):
-        return "preset"
-    if os.path.isfile(source):
-        if source.endswith(".weights.h5"):
-            return "weights"
-        if source.endswith(".keras"):
-            return "keras"
-        if source.endswith(".json") or _starts_with_brace(source):
-            return "config"
-    elif os.path.isdir(source):
-        if is_keras_hub_preset(source):  # before "hf": both have a config.json
-            return "keras_hub"
-        if os.path.isfile(os.path.join(source, "config.json")):
-            return "hf"
-        if os.path.isfile(os.path.join(source, "albert_config.json")):
-            return "tf1"
-        if _training_output_model(source) or _latest_training_checkpoint(source):
-            return "training_output"
-    elif os.path.isfile(source + ".index"):
-        return "tf1"
-    else:
-        raise CheckpointNotFoundError(
-            f"Checkpoint not found: {source!r} is no existing file, directory, TF1 checkpoint "
-            f"prefix (PREFIX.index) or preset name. Received: source={source!r}"
-        )
-    forms = "".join(f"\n  - {form}" for form in ACCEPTED_FORMS)
-    raise ValueError(
-        f"Cannot tell the checkpoint format: `source` must be one of:{forms}\n"
-        f"Received: source={source!r}"
-    )
-
-
-def _starts_with_brace(path: str) -> bool:
-    """A JSON object whatever the file's name (a config saved as `albert.cfg`, say)."""
-    with open(path, "rb") as file:
-        return file.read(64).lstrip().startswith(b"{")
 
 
 def resolve_config(
@@ -199,87 +129,12 @@ def resolve_config(
     if form == "keras":
         return _keras_file_config(source)
     if form == "training_output":
-        keras_file = _training_output_model(source)
+        keras_file = training_output_model(source)
         return _keras_file_config(keras_file) if keras_file else _recorded_config(source)
     raise ValueError(
         f"`config` must be given for {source!r}: a {form} checkpoint holds weights, not the "
         f"architecture. Received: config=None"
     )
-
-
-def find_vocabulary(source: str | os.PathLike | None) -> str | None:
-    """The tokenizer's vocabulary file of a checkpoint, or `None`: the one named by the
-    `run.json` beside it (`vocabulary`, or the older `sentencepiece_model`), else the only
-    `*.model` file beside it (a release's `30k-clean.model`, HF's `spiece.model`, fine-tuning's
-    `tokenizer.model`), else a WordPiece vocabulary beside it (`WORDPIECE_VOCABULARY_NAMES`:
-    a Chinese release's `vocab_chinese.txt`, an HF directory's `vocab.txt`), or a keras-hub
-    preset's `assets/tokenizer/vocabulary.spm`. A preset name has none."""
-    if source is None:
-        return None
-    source = os.fspath(source)
-    if detect_format(source) == "preset":
-        return None
-    if detect_format(source) == "keras_hub":
-        return find_keras_hub_sentencepiece_model(source)
-    directory = source if os.path.isdir(source) else os.path.dirname(source)
-    recorded = _read_run_file(directory, "run.json")
-    for key in _VOCABULARY_KEYS:
-        if recorded.get(key):
-            return recorded[key]
-    models = sorted(name for name in os.listdir(directory or ".") if name.endswith(".model"))
-    if models:
-        return os.path.join(directory, models[0]) if len(models) == 1 else None
-    for name in WORDPIECE_VOCABULARY_NAMES:
-        if os.path.isfile(os.path.join(directory, name)):
-            return os.path.join(directory, name)
-    return None
-
-
-# The name before WordPiece vocabularies: kept for code written against it.
-find_sentencepiece_model = find_vocabulary
-
-
-def require_vocabulary(
-    source: str | os.PathLike | None,
-    vocabulary: str | os.PathLike | None = None,
-    source_name: str = "checkpoint",
-) -> str:
-    """`vocabulary` if given, else the one `find_vocabulary` finds beside `source`; one error
-    when there is none (every entry point that starts from a checkpoint asks this)."""
-    if vocabulary is None:
-        vocabulary = find_vocabulary(source)
-    if vocabulary is None:
-        shown = None if source is None else os.fspath(source)
-        raise ValueError(
-            f"`vocabulary` must be given: none was found beside `{source_name}` or named by its "
-            f"run.json. Received: vocabulary=None, {source_name}={shown!r}"
-        )
-    require_file("vocabulary", vocabulary)
-    return os.fspath(vocabulary)
-
-
-def resolve_normalization(
-    source: str | os.PathLike | None,
-    lowercase: bool | None = None,
-    strip_accents: bool | None = None,
-) -> dict[str, bool]:
-    """The tokenizer's normalization for a checkpoint (`AlbertTokenizer`'s `lowercase` and
-    `strip_accents`): each as given, else as the run that wrote the checkpoint recorded it in
-    the `run.json` (pretraining) or `summary.json` (fine-tuning) beside it, else the default
-    (`NORMALIZATION_DEFAULTS`: the original recipe's)."""
-    recorded = {}
-    if source is not None and detect_format(os.fspath(source)) != "preset":
-        source = os.fspath(source)
-        directory = source if os.path.isdir(source) else os.path.dirname(source)
-        for name in reversed(_RUN_FILES):  # run.json wins
-            recorded.update(_read_run_file(directory, name))
-    given = {"lowercase": lowercase, "strip_accents": strip_accents}
-    resolved = {}
-    for name, default in NORMALIZATION_DEFAULTS.items():
-        value = given[name] if given[name] is not None else recorded.get(name, default)
-        require_one_of(name, value, (True, False))
-        resolved[name] = value
-    return resolved
 
 
 def load_checkpoint(
@@ -449,49 +304,27 @@ def _load_weights_file(path: str, config: AlbertConfig, num_classes: int | None)
 # --- Training output directories -------------------------------------------------------------
 
 
-def _training_output_model(directory: str) -> str | None:
-    """`pretrainer.keras`, else the directory's only `.keras` file."""
-    names = sorted(name for name in os.listdir(directory) if name.endswith(".keras"))
-    if "pretrainer.keras" in names:
-        return os.path.join(directory, "pretrainer.keras")
-    return os.path.join(directory, names[0]) if len(names) == 1 else None
-
-
-def _latest_training_checkpoint(directory: str) -> str | None:
-    checkpoints = os.path.join(directory, "checkpoints")
-    return tf.train.latest_checkpoint(checkpoints) if os.path.isdir(checkpoints) else None
-
-
-def _read_run_file(directory: str, name: str) -> dict:
-    path = os.path.join(directory, name)
-    if not os.path.isfile(path):
-        return {}
-    with open(path, encoding="utf-8") as file:
-        values = json.load(file)
-    return values if isinstance(values, dict) else {}
-
-
 def _recorded_config(directory: str) -> AlbertConfig:
     """The architecture a pretraining run recorded: `config` (the AlbertConfig's fields, or a
     config path) or `preset` in run.json, else summary.json's `config`."""
-    for name in _RUN_FILES:
-        recorded = _read_run_file(directory, name)
+    for name in RUN_FILES:
+        recorded = read_run_file(directory, name)
         if isinstance(recorded.get("config"), dict):
             return AlbertConfig.from_dict(recorded["config"])
         for key in ("config", "preset"):
             if isinstance(recorded.get(key), str):
                 return resolve_config(recorded[key])
     raise ValueError(
-        f"`config` must be given for {directory!r}: neither {' nor '.join(_RUN_FILES)} records "
+        f"`config` must be given for {directory!r}: neither {' nor '.join(RUN_FILES)} records "
         "the architecture of its checkpoints. Received: config=None"
     )
 
 
 def _load_training_output(directory: str, config: AlbertConfig | str | None):
-    keras_file = _training_output_model(directory)
+    keras_file = training_output_model(directory)
     if keras_file is not None:
         return _load_keras(keras_file)
-    checkpoint = _latest_training_checkpoint(directory)
+    checkpoint = latest_training_checkpoint(directory)
     config = resolve_config(config) if config is not None else _recorded_config(directory)
     model = AlbertPretrainer(AlbertBackbone.from_albert_config(config))
     with _reading(checkpoint, "TensorFlow checkpoint (its .index and .data files)"):
