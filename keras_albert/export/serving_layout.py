@@ -318,6 +318,12 @@ def write_batching_parameters(
 # One call.
 
 
+def require_model_name(name) -> None:
+    """A served model's name is its directory under the base directory: a plain name."""
+    if not isinstance(name, str) or not name or name.startswith(".") or os.sep in name:
+        raise ValueError(f"`name` must be a plain directory name. Received: name={name!r}")
+
+
 def export_for_serving(
     model: keras.Model,
     tokenizer: AlbertTokenizer,
@@ -344,8 +350,7 @@ def export_for_serving(
     `keras_albert.export.modules.serving_module`); a task model's warmup requests are its
     module's own (`warmup_texts` are for text classifiers).
     """
-    if not isinstance(name, str) or not name or name.startswith(".") or os.sep in name:
-        raise ValueError(f"`name` must be a plain directory name. Received: name={name!r}")
+    require_model_name(name)
     module = serving_module(
         model,
         tokenizer,

@@ -32,6 +32,7 @@ from keras_albert.export.saved_model import (
     VOCABULARY_ASSET,
     AlbertServingModule,
 )
+from keras_albert.export.serving_layout import require_model_name
 from keras_albert.text.tokenizer import AlbertTokenizer
 
 TFLITE_FILE = "model.tflite"
@@ -100,8 +101,7 @@ def export_tflite_checkpoint(
     from keras_albert.convert import load_checkpoint, require_vocabulary, resolve_normalization
 
     vocabulary = require_vocabulary(checkpoint, vocabulary)
-    if not isinstance(name, str) or not name or name.startswith(".") or os.sep in name:
-        raise ValueError(f"`name` must be a plain directory name. Received: name={name!r}")
+    require_model_name(name)
     model = load_checkpoint(checkpoint, model=model_kind, config=config, num_classes=num_classes)
     tokenizer = AlbertTokenizer(vocabulary, **resolve_normalization(checkpoint))
     return export_tflite(model, tokenizer, os.path.join(os.fspath(base_dir), name))

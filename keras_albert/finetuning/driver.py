@@ -210,10 +210,7 @@ def _finetune(options: FinetuningOptions, strategy, chief: bool) -> dict:
     def next_step() -> str:
         if not chief:
             return f"the chief worker writes {options.output_dir} — rerun the same command"
-        latest = tf.train.latest_checkpoint(checkpoints_dir)
-        if latest is None:
-            return f"no checkpoint in {checkpoints_dir} yet — rerun the same command to start over"
-        return f"last checkpoint {latest} — rerun the same command to resume"
+        return run_directory.where_to_resume(checkpoints_dir)
 
     with worker_output(strategy, options.output_dir, next_step) as output_dir:
         # Every worker saves (TensorFlow's collective save); only the chief's copy is kept.
@@ -327,12 +324,7 @@ def _train(loop, task, objective, recipe, options, output_dir, chief, epochs, st
     def stopped(stop: StopSignals, step: int, saved: bool):
         if not saved:
             save(step)
-        # The chief's path, also in a worker's message (its own copy is temporary).
-        path = os.path.join(options.output_dir, "checkpoints", f"ckpt-{step}")
-        return stop.interrupted(
-            f"stopped after step {step} of {train_steps}; checkpoint {path} written — rerun "
-            "the same command to resume"
-        )
+        return stop.interrupted(run_directory.stopped_at(options.output_dir, step, train_steps))
 
     epoch, done = divmod(start, steps_per_epoch)
     progress.on_train_begin(start)

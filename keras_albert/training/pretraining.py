@@ -206,9 +206,8 @@ def _pretrain(options: PretrainingOptions, strategy, chief: bool, started: float
         optimizer.build(model.trainable_variables)
         checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
     # Every worker saves (TensorFlow's collective save); only the chief's copy is kept.
-    with worker_output(strategy, checkpoints_dir, lambda: _where_to_resume(checkpoints_dir)) as (
-        save_dir
-    ):
+    resume = lambda: run_directory.where_to_resume(checkpoints_dir)  # noqa: E731
+    with worker_output(strategy, checkpoints_dir, resume) as save_dir:
         manager = tf.train.CheckpointManager(
             checkpoint, save_dir, max_to_keep=options.keep_checkpoints
         )
@@ -345,13 +344,6 @@ def compile_pretrainer(
     )
 
 
-def _where_to_resume(checkpoints_dir: str) -> str:
-    latest = tf.train.latest_checkpoint(checkpoints_dir)
-    if latest is None:
-        return f"no checkpoint in {checkpoints_dir} yet — rerun the same command to start over"
-    return f"last checkpoint {latest} — rerun the same command to resume"
-
-
 def _evaluate(loop: TrainingLoop, eval_fn, options: PretrainingOptions) -> dict:
     sums = loop.evaluate(eval_fn)
     return pretraining_logs(sums, options.sentence_order_loss_weight)
@@ -429,12 +421,7 @@ def _train(loop, manager, options, layout, masking, eval_fn, start_step, chief) 
 
 
 def _stopped(stop: StopSignals, options: PretrainingOptions, step: int):
-    # The chief's path, also in a worker's message (its own copy is temporary).
-    path = os.path.join(options.output_dir, "checkpoints", f"ckpt-{step}")
-    return stop.interrupted(
-        f"stopped after step {step} of {options.train_steps}; checkpoint {path} written — "
-        "rerun the same command to resume"
-    )
+    return stop.interrupted(run_directory.stopped_at(options.output_dir, step, options.train_steps))
 
 
 def _log(loop, sums, num_steps, step, eval_fn, options, manager, inner, eval_every, callbacks):

@@ -273,3 +273,22 @@ def clear_run(output_dir: str, names: tuple[str, ...]) -> list[str]:
             continue
         removed.append(name)
     return removed
+
+
+def where_to_resume(checkpoints_dir: str) -> str:
+    """Where an interrupted run stands and how to go on (the one line of a Ctrl-C or a peer
+    failure, in both drivers)."""
+    latest = tf.train.latest_checkpoint(checkpoints_dir)
+    if latest is None:
+        return f"no checkpoint in {checkpoints_dir} yet — rerun the same command to start over"
+    return f"last checkpoint {latest} — rerun the same command to resume"
+
+
+def stopped_at(output_dir: str, step: int, train_steps: int) -> str:
+    """The line of a run stopped by a signal after checkpointing `step` (both drivers). The
+    chief's path, also in a worker's line: its own copy is temporary."""
+    path = os.path.join(output_dir, "checkpoints", f"ckpt-{step}")
+    return (
+        f"stopped after step {step} of {train_steps}; checkpoint {path} written — rerun the "
+        "same command to resume"
+    )
