@@ -122,31 +122,9 @@ class AlbertPacker(keras.layers.Layer):
         if unbatched:
             segments = [tf.RaggedTensor.from_tensor(segment[tf.newaxis]) for segment in segments]
 
-        lengths = [segment.row_lengths() for segment in segments]  # (batch,) each
-        if len(segments) == 1:
-            lengths = [tf.minimum(lengths[0], self.sequence_length - 2)]
-        else:
-            lengths = list(truncated_lengths(lengths[0], lengths[1], self.sequence_length - 3))
-        segments = [
-            _truncate(segment, length) for segment, length in zip(segments, lengths, strict=True)
-        ]
-
-        batch_size = segments[0].nrows()
-        cls = tf.RaggedTensor.from_tensor(tf.fill(tf.stack([batch_size, 1]), self.cls_id))
-        sep = tf.RaggedTensor.from_tensor(tf.fill(tf.stack([batch_size, 1]), self.sep_id))
-        token_parts, segment_parts = [cls], [tf.zeros_like(cls)]
-        for index, segment in enumerate(segments):
-            token_parts += [segment, sep]
-            segment_parts += [tf.zeros_like(segment) + index, tf.zeros_like(sep) + index]
-        token_ids = concat_rows(token_parts)  # (batch, None), at most sequence_length
-        segment_ids = concat_rows(segment_parts)
-
-        shape = [None, self.sequence_length]
-        outputs = {
-            "token_ids": token_ids.to_tensor(default_value=self.pad_id, shape=shape),
-            "segment_ids": segment_ids.to_tensor(default_value=0, shape=shape),
-            "padding_mask": tf.sequence_mask(token_ids.row_lengths(), self.sequence_length),
-        }
+        outputs = pack_segments(
+            segments, self.sequence_length, self.cls_id, self.sep_id, self.pad_id
+        )
         if unbatched:
             outputs = {name: value[0] for name, value in outputs.items()}
         return outputs
@@ -162,6 +140,47 @@ class AlbertPacker(keras.layers.Layer):
             }
         )
         return config
+
+
+def pack_segments(
+    segments: list[tf.RaggedTensor],
+    sequence_length: int | tf.Tensor,
+    cls_id: int,
+    sep_id: int,
+    pad_id: int,
+) -> dict:
+    """`AlbertPacker`'s packing of one or two int32 ragged segments `(batch, None)`, with
+    `sequence_length` an int or a scalar int32 tensor (the TF-Hub preprocessor's
+    `bert_pack_inputs(..., seq_length=N)` takes it at call time). `padding_mask` is bool."""
+    lengths = [segment.row_lengths() for segment in segments]  # (batch,) each
+    budget = tf.cast(sequence_length, tf.int64)
+    if len(segments) == 1:
+        lengths = [tf.minimum(lengths[0], budget - 2)]
+    else:
+        lengths = list(truncated_lengths(lengths[0], lengths[1], budget - 3))
+    segments = [
+        _truncate(segment, length) for segment, length in zip(segments, lengths, strict=True)
+    ]
+
+    batch_size = segments[0].nrows()
+    cls = tf.RaggedTensor.from_tensor(tf.fill(tf.stack([batch_size, 1]), cls_id))
+    sep = tf.RaggedTensor.from_tensor(tf.fill(tf.stack([batch_size, 1]), sep_id))
+    token_parts, segment_parts = [cls], [tf.zeros_like(cls)]
+    for index, segment in enumerate(segments):
+        token_parts += [segment, sep]
+        segment_parts += [tf.zeros_like(segment) + index, tf.zeros_like(sep) + index]
+    token_ids = concat_rows(token_parts)  # (batch, None), at most sequence_length
+    segment_ids = concat_rows(segment_parts)
+
+    if isinstance(sequence_length, int):
+        shape = [None, sequence_length]
+    else:  # known at run time only
+        shape = tf.stack([batch_size, tf.cast(sequence_length, tf.int64)])
+    return {
+        "token_ids": token_ids.to_tensor(default_value=pad_id, shape=shape),
+        "segment_ids": segment_ids.to_tensor(default_value=0, shape=shape),
+        "padding_mask": tf.sequence_mask(token_ids.row_lengths(), sequence_length),
+    }
 
 
 def _as_ragged_ids(segment) -> tf.RaggedTensor | tf.Tensor:
