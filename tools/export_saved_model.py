@@ -2,6 +2,8 @@
 
 With --format tflite: <output-dir>/<name>/model.tflite (float32, token ids in, batch 1) and the
 tokenizer's vocabulary beside it (keras_albert.export.tflite says why token ids only).
+With --format tfhub (a backbone or pretrainer): <output-dir>/<name>/encoder/ and preprocessor/,
+the TF-Hub / Kaggle encoder and preprocessor interface (keras_albert.export.tfhub).
 
 The checkpoint is any form `keras_albert.load_checkpoint` reads; the tokenizer's vocabulary (a
 SentencePiece model or a WordPiece vocabulary) is found beside it (or named by a pretraining
@@ -17,6 +19,7 @@ Examples:
   python tools/export_saved_model.py runs/race/best.keras --name race --num-choices 4
   python tools/export_saved_model.py runs/ner/best.keras --name ner
   python tools/export_saved_model.py runs/sst2/best.keras --name sst2 --format tflite
+  python tools/export_saved_model.py albert_base/ --name albert_base --format tfhub
 
 Question answering, multiple choice (RACE) and token classification (NER) models get their own
 string-in endpoints (docs/serving.md); the --doc-stride ... --null-score-threshold flags are
@@ -41,22 +44,18 @@ from keras_albert.cli import (  # noqa: E402
 from keras_albert.convert import MODEL_KINDS  # noqa: E402
 from keras_albert.export import BatchingParameters, export_checkpoint  # noqa: E402
 from keras_albert.export.precision import PRECISIONS  # noqa: E402
+from keras_albert.export.tfhub import export_tfhub_checkpoint  # noqa: E402
 from keras_albert.export.tflite import export_tflite_checkpoint  # noqa: E402
 from keras_albert.finetuning.race import defaults as race_defaults  # noqa: E402
 from keras_albert.finetuning.squad import defaults as squad_defaults  # noqa: E402
 
-EXPORT_FORMATS = ("savedmodel", "tflite")
-# The options a TFLite export reads; the others are the SavedModel's and must stay default.
-_TFLITE_OPTIONS = (
-    "checkpoint",
-    "vocabulary",
-    "name",
-    "output_dir",
-    "model",
-    "config",
-    "num_classes",
-    "format",
-)
+EXPORT_FORMATS = ("savedmodel", "tflite", "tfhub")
+_COMMON_OPTIONS = ("checkpoint", "vocabulary", "name", "output_dir", "model", "config", "format")
+# The options each other format reads; the others are the SavedModel's and must stay default.
+_FORMAT_OPTIONS = {
+    "tflite": (*_COMMON_OPTIONS, "num_classes"),
+    "tfhub": (*_COMMON_OPTIONS, "lowercase", "strip_accents", "max_sequence_length"),
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,8 +96,10 @@ class ExportOptions:
             (a SQuAD v1.1 model).
         num_choices: multiple choice: options per question in a request.
         max_qa_length: multiple choice: the most tokens of the question + option segment.
-        format: savedmodel (TF Serving) or tflite (token ids in; only the checkpoint,
-            tokenizer, name, output directory and model options apply).
+        format: savedmodel (TF Serving), tflite (token ids in; only the checkpoint,
+            tokenizer, name, output directory and model options apply) or tfhub (the TF-Hub
+            encoder + preprocessor of a backbone or pretrainer; also the normalization and
+            max_sequence_length, the preprocessor's packed length, default 128).
     """
 
     checkpoint: str = dataclasses.field(metadata={"flag": False})
@@ -148,8 +149,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     options = options_from_args(args, ExportOptions, checkpoint=args.checkpoint)
-    if options.format == "tflite":
-        return _export_tflite(options)
+    if options.format != "savedmodel":
+        _require_format_options(options)
+        path = _EXPORTERS[options.format](options)
+        print(f"wrote {path}")
+        return 0
     path = export_checkpoint(
         options.checkpoint,
         options.vocabulary,
@@ -188,15 +192,19 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _export_tflite(options: ExportOptions) -> int:
+def _require_format_options(options: ExportOptions) -> None:
     for field in dataclasses.fields(options):
         value = getattr(options, field.name)
-        if field.name not in _TFLITE_OPTIONS and value != field.default:
+        if field.name not in _FORMAT_OPTIONS[options.format] and value != field.default:
             raise ValueError(
-                f"`{field.name}` must be left at {field.default!r} for --format tflite (it is "
-                f"a SavedModel option). Received: {field.name}={value!r}"
+                f"`{field.name}` must be left at {field.default!r} for --format "
+                f"{options.format} (it is a SavedModel option). "
+                f"Received: {field.name}={value!r}"
             )
-    path = export_tflite_checkpoint(
+
+
+_EXPORTERS = {
+    "tflite": lambda options: export_tflite_checkpoint(
         options.checkpoint,
         options.vocabulary,
         base_dir=options.output_dir,
@@ -204,9 +212,19 @@ def _export_tflite(options: ExportOptions) -> int:
         model_kind=options.model,
         config=options.config,
         num_classes=options.num_classes,
-    )
-    print(f"wrote {path}")
-    return 0
+    ),
+    "tfhub": lambda options: export_tfhub_checkpoint(
+        options.checkpoint,
+        options.vocabulary,
+        base_dir=options.output_dir,
+        name=options.name,
+        model_kind=options.model,
+        config=options.config,
+        lowercase=options.lowercase,
+        strip_accents=options.strip_accents,
+        sequence_length=options.max_sequence_length,
+    ),
+}
 
 
 if __name__ == "__main__":
