@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from keras_albert.config import PRESETS
 from keras_albert.convert.keras_hub import is_keras_hub_preset
+from keras_albert.convert.model_garden import is_tfhub_saved_model
 
 FORMATS = (
     "auto",
@@ -18,6 +19,7 @@ FORMATS = (
     "hf",
     "keras_hub",
     "tf1",
+    "tfhub",
     "training_output",
 )
 ACCEPTED_FORMS = (
@@ -29,6 +31,8 @@ ACCEPTED_FORMS = (
     "a keras-hub preset directory (config.json of its AlbertBackbone + model.weights.h5)",
     "an original TF1 directory (albert_config.json + model.ckpt-*) or a checkpoint prefix "
     "(with .index), with `config` for a prefix",
+    "a TF-Hub / Kaggle encoder SavedModel directory (Model Garden's AlbertEncoder interface, "
+    "or ours from export_saved_model.py --format tfhub)",
     "a training output directory (pretrainer.keras or one .keras file, or checkpoints/ckpt-N "
     "with the config recorded in run.json or summary.json)",
 )
@@ -59,6 +63,8 @@ def detect_format(source: str | os.PathLike) -> str:
             return "hf"
         if os.path.isfile(os.path.join(source, "albert_config.json")):
             return "tf1"
+        if is_tfhub_saved_model(source):
+            return "tfhub"
         if training_output_model(source) or latest_training_checkpoint(source):
             return "training_output"
     elif os.path.isfile(source + ".index"):

@@ -13,6 +13,8 @@ A source (`ACCEPTED_FORMS`; no network access) is:
   `model.weights.h5`, optionally `task.json` of an `AlbertTextClassifier` or `AlbertMaskedLM`);
 - an original TF1 directory (`albert_config.json` + `model.ckpt-*`, or a TF-Hub module's
   `variables/`) or a checkpoint prefix (`model.ckpt-100`, with `config=`);
+- a TF-Hub / Kaggle encoder SavedModel (Model Garden's `AlbertEncoder` interface, or our
+  `export_saved_model.py --format tfhub` export; `keras_albert.convert.model_garden`);
 - a training output directory: `pretrainer.keras` (or its one `.keras` file, e.g. fine-tuning's
   `best.keras`), or else the latest `checkpoints/ckpt-N` of an unfinished pretraining run, with
   the architecture recorded in its `run.json` / `summary.json` (or `config=`).
@@ -51,6 +53,7 @@ from keras_albert.convert.keras_hub import (
     keras_hub_config,
     load_keras_hub_preset,
 )
+from keras_albert.convert.model_garden import load_tfhub_saved_model, tfhub_saved_model_config
 from keras_albert.convert.tf1 import load_tf1_weights, read_tf1_checkpoint, tf1_heads
 from keras_albert.models import (
     AlbertBackbone,
@@ -126,6 +129,8 @@ def resolve_config(
         return AlbertConfig.from_json(os.path.join(source, "config.json"))
     if form == "tf1" and os.path.isdir(source):
         return AlbertConfig.from_json(os.path.join(source, "albert_config.json"))
+    if form == "tfhub":
+        return tfhub_saved_model_config(source)
     if form == "keras":
         return _keras_file_config(source)
     if form == "training_output":
@@ -175,6 +180,9 @@ def load_checkpoint(
         loaded = load_keras_hub_preset(source, model)
     elif format == "tf1":
         loaded = _load_tf1(source, model, config, num_classes)
+    elif format == "tfhub":
+        given = None if config is None else resolve_config(source, config)
+        loaded = load_tfhub_saved_model(source, model, given)
     else:
         loaded = _load_training_output(source, config)
     return _as_kind(loaded, model, num_classes, source)

@@ -21,7 +21,8 @@ def find_vocabulary(source: str | os.PathLike | None) -> str | None:
     `*.model` file beside it (a release's `30k-clean.model`, HF's `spiece.model`, fine-tuning's
     `tokenizer.model`), else a WordPiece vocabulary beside it (`WORDPIECE_VOCABULARY_NAMES`:
     a Chinese release's `vocab_chinese.txt`, an HF directory's `vocab.txt`), or a keras-hub
-    preset's `assets/tokenizer/vocabulary.spm`. A preset name has none."""
+    preset's `assets/tokenizer/vocabulary.spm`; in a TF-Hub SavedModel, the same files in its
+    `assets/`. A preset name has none."""
     if source is None:
         return None
     source = os.fspath(source)
@@ -30,6 +31,10 @@ def find_vocabulary(source: str | os.PathLike | None) -> str | None:
     if detect_format(source) == "keras_hub":
         return find_keras_hub_sentencepiece_model(source)
     directory = source if os.path.isdir(source) else os.path.dirname(source)
+    if detect_format(source) == "tfhub":
+        directory = os.path.join(source, "assets")  # a SavedModel keeps its files there
+        if not os.path.isdir(directory):
+            return None
     recorded = read_run_file(directory, "run.json")
     for key in _VOCABULARY_KEYS:
         if recorded.get(key):

@@ -9,12 +9,13 @@ loads unchanged:
   (int32 `[batch, seq]`) and `training=` (both values traced), returns `pooled_output`
   `[batch, H]`, `sequence_output` `[batch, seq, H]`, `encoder_outputs` (a list, the output of
   each pass of the shared block, `num_layers` entries) and `default` (= `pooled_output`), all
-  float32. For an `AlbertPretrainer` its `.mlm` sub-object also takes `masked_lm_positions`
-  (int32 `[batch, num_predictions]`) and adds `mlm_logits` `[batch, num_predictions, V]`. The
-  reusable-SavedModel attributes `variables`, `trainable_variables` and `regularization_losses`
-  (empty: ALBERT has no weight regularizer) make `hub.KerasLayer(encoder, trainable=True)`
-  fine-tune it. The tokenizer's file is attached as `sp_model_file` (a WordPiece vocabulary as
-  `vocab_file`, with `do_lower_case`), as Model Garden's encoders carry it.
+  float32; `assets/albert_config.json` records the architecture. For an `AlbertPretrainer`
+  its `.mlm` sub-object also takes `masked_lm_positions` (int32 `[batch, num_predictions]`)
+  and adds `mlm_logits` `[batch, num_predictions, V]`. The reusable-SavedModel attributes
+  `variables`, `trainable_variables` and `regularization_losses` (empty: ALBERT has no weight
+  regularizer) make `hub.KerasLayer(encoder, trainable=True)` fine-tune it. The tokenizer's
+  file is attached as `sp_model_file` (a WordPiece vocabulary as `vocab_file`, with
+  `do_lower_case`), as Model Garden's encoders carry it.
 - `export_dir/preprocessor/`: called with a `[batch]` string tensor, returns the three encoder
   inputs padded to `sequence_length` (default 128, at most the model's limit); `.tokenize`
   maps strings to ragged int32 ids `[batch, (tokens)]`, `.tokenize.get_special_tokens_dict()`
@@ -38,6 +39,7 @@ import os
 import keras
 import tensorflow as tf
 
+from keras_albert.convert.model_garden import CONFIG_ASSET
 from keras_albert.export.saved_model import (
     Untracked,
     captured_variables,
@@ -143,7 +145,11 @@ def tfhub_encoder(model: keras.Model, tokenizer: AlbertTokenizer) -> tf.train.Ch
         ]
         _reusable(traced_mlm, mlm)
         encoder.mlm = mlm
-    _attach_vocabulary(encoder, tokenizer)
+    directory = _attach_vocabulary(encoder, tokenizer)
+    # The architecture, which a reader cannot tell from the variables (num_heads, num_layers).
+    config_path = os.path.join(directory, CONFIG_ASSET)
+    backbone.albert_config.to_json(config_path)
+    encoder.albert_config = tf.saved_model.Asset(config_path)
     encoder._untracked = Untracked(backbone=backbone, pretrainer=pretrainer)
     return encoder
 
@@ -209,7 +215,7 @@ def tfhub_preprocessor(
     return preprocessor
 
 
-def _attach_vocabulary(holder: tf.train.Checkpoint, tokenizer: AlbertTokenizer) -> None:
+def _attach_vocabulary(holder: tf.train.Checkpoint, tokenizer: AlbertTokenizer) -> str:
     # Model Garden's ALBERT encoders carry their SentencePiece model as `sp_model_file`; its
     # BERT ones a WordPiece `vocab_file` and `do_lower_case`.
     directory, asset = sentencepiece_asset(tokenizer)
@@ -219,6 +225,7 @@ def _attach_vocabulary(holder: tf.train.Checkpoint, tokenizer: AlbertTokenizer) 
         holder.do_lower_case = tf.Variable(tokenizer.lowercase, trainable=False)
     else:
         holder.sp_model_file = asset
+    return directory.name  # the asset files' temporary directory
 
 
 def export_tfhub(
