@@ -1,7 +1,8 @@
 """Export an ALBERT checkpoint + its tokenizer for TF Serving (<output-dir>/<name>/<v>/).
 
-With --format tflite: <output-dir>/<name>/model.tflite (float32, token ids in, batch 1) and the
-tokenizer's vocabulary beside it (keras_albert.export.tflite says why token ids only).
+With --format tflite: <output-dir>/<name>/model.tflite (token ids in, batch 1; float32, or
+dynamic-range int8 weights with --precision int8) and the tokenizer's vocabulary beside it, for
+every task (keras_albert.export.tflite says why token ids only).
 With --format tfhub (a backbone or pretrainer): <output-dir>/<name>/encoder/ and preprocessor/,
 the TF-Hub / Kaggle encoder and preprocessor interface (keras_albert.export.tfhub).
 
@@ -53,7 +54,7 @@ EXPORT_FORMATS = ("savedmodel", "tflite", "tfhub")
 _COMMON_OPTIONS = ("checkpoint", "vocabulary", "name", "output_dir", "model", "config", "format")
 # The options each other format reads; the others are the SavedModel's and must stay default.
 _FORMAT_OPTIONS = {
-    "tflite": (*_COMMON_OPTIONS, "num_classes"),
+    "tflite": (*_COMMON_OPTIONS, "num_classes", "precision", "num_choices"),
     "tfhub": (*_COMMON_OPTIONS, "lowercase", "strip_accents", "max_sequence_length"),
 }
 
@@ -97,7 +98,8 @@ class ExportOptions:
         num_choices: multiple choice: options per question in a request.
         max_qa_length: multiple choice: the most tokens of the question + option segment.
         format: savedmodel (TF Serving), tflite (token ids in; only the checkpoint,
-            tokenizer, name, output directory and model options apply) or tfhub (the TF-Hub
+            tokenizer, name, output directory, model, precision (float32 or int8) and
+            num_choices options apply) or tfhub (the TF-Hub
             encoder + preprocessor of a backbone or pretrainer; also the normalization and
             max_sequence_length, the preprocessor's packed length, default 128).
     """
@@ -212,6 +214,8 @@ _EXPORTERS = {
         model_kind=options.model,
         config=options.config,
         num_classes=options.num_classes,
+        task_options={"multiple_choice": {"num_choices": options.num_choices}},
+        precision=options.precision,
     ),
     "tfhub": lambda options: export_tfhub_checkpoint(
         options.checkpoint,

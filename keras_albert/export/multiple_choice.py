@@ -92,13 +92,9 @@ class MultipleChoiceServingModule(TaskServingModule):
             return self.outputs(self.pack(**inputs))
 
         def serve_token_ids(token_ids, segment_ids, padding_mask):
-            inputs = self.checked_token_inputs(token_ids, segment_ids, padding_mask)
-            outputs = self.outputs(inputs)
-            return {
-                "logits": outputs["logits"],
-                "probabilities": outputs["probabilities"],
-                "answer_index": outputs["answer_index"],
-            }
+            return self.token_outputs(
+                self.checked_token_inputs(token_ids, segment_ids, padding_mask)
+            )
 
         return {
             SERVING_DEFAULT: concrete(
@@ -141,6 +137,16 @@ class MultipleChoiceServingModule(TaskServingModule):
             "answer_index": index,
             "answer": tf.gather(tf.constant(self.letters), index),
         }
+
+    @property
+    def token_input_shape(self) -> tuple:
+        # (batch, choices, seq), every dimension fixed: the model folds the choices into the
+        # batch, and TFLite has no builtin for the attention mask with both dimensions dynamic.
+        return (1, self.num_choices, self.max_sequence_length)
+
+    def token_outputs(self, inputs: dict) -> dict:
+        outputs = self.outputs(inputs)
+        return {name: outputs[name] for name in ("logits", "probabilities", "answer_index")}
 
     def warmup_inputs(self) -> list[tuple[str, dict]]:
         article, question, options = WARMUP_EXAMPLE

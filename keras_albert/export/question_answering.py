@@ -139,7 +139,7 @@ class QuestionAnsweringServingModule(TaskServingModule):
 
         def serve_token_ids(token_ids, segment_ids, padding_mask):
             inputs = self.checked_token_inputs(token_ids, segment_ids, padding_mask)
-            return self.model_outputs(inputs)
+            return self.token_outputs(inputs)
 
         return {
             SERVING_DEFAULT: concrete(
@@ -148,7 +148,7 @@ class QuestionAnsweringServingModule(TaskServingModule):
             SERVE_TOKEN_IDS: concrete(serve_token_ids, **token_specs()),
         }
 
-    def model_outputs(self, inputs: dict) -> dict:
+    def token_outputs(self, inputs: dict) -> dict:
         outputs = self.call_model(inputs)
         return {name: value for name, value in outputs.items()}
 
@@ -246,7 +246,7 @@ class QuestionAnsweringServingModule(TaskServingModule):
     def answer(self, question: tf.Tensor, context: tf.Tensor) -> dict:
         """`serving_default`'s outputs for `[batch]` questions and contexts."""
         windows = self.windows(question, context)
-        outputs = self.model_outputs(windows["inputs"])
+        outputs = self.token_outputs(windows["inputs"])
         batch_size = tf.size(question, tf.int64)
         example = windows["example"]
         if self.answer_class:

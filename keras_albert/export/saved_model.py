@@ -286,6 +286,12 @@ class AlbertServingModule(tf.Module):
         through the one graph function every signature shares (`ModelCall`)."""
         return self._untracked.model_call(inputs)
 
+    token_input_shape = (1, None)  # the TFLite export's inputs: batch 1, any length
+
+    def token_outputs(self, inputs: dict) -> dict:
+        """`serve_token_ids`' outputs (the same as `outputs`; every serving module has it)."""
+        return self.outputs(inputs)
+
     def _model_outputs(self, inputs: dict) -> dict:
         model = self.model
         if self.task in ("classification", "regression"):

@@ -69,6 +69,14 @@ class TaskServingModule(tf.Module):
     def _build_endpoints(self) -> dict:
         raise NotImplementedError
 
+    # The token-id model (`serve_token_ids` without its input checks; TFLite exports it):
+    # inputs of shape `token_input_shape` at batch 1, `None` for the sequence.
+    token_input_shape = (1, None)
+
+    def token_outputs(self, inputs: dict) -> dict:
+        """`serve_token_ids`' outputs of checked `token_ids`, `segment_ids`, `padding_mask`."""
+        raise NotImplementedError
+
     def warmup_inputs(self) -> list[tuple[str, dict]]:
         raise NotImplementedError
 

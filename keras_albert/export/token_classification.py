@@ -63,13 +63,17 @@ class TokenClassificationServingModule(TaskServingModule):
             return self.tag(text)
 
         def serve_token_ids(token_ids, segment_ids, padding_mask):
-            inputs = self.checked_token_inputs(token_ids, segment_ids, padding_mask)
-            return {"logits": tf.cast(self.call_model(inputs), tf.float32)}
+            return self.token_outputs(
+                self.checked_token_inputs(token_ids, segment_ids, padding_mask)
+            )
 
         return {
             SERVING_DEFAULT: concrete(serve_text, text=string_spec(None)),
             SERVE_TOKEN_IDS: concrete(serve_token_ids, **token_specs()),
         }
+
+    def token_outputs(self, inputs: dict) -> dict:
+        return {"logits": tf.cast(self.call_model(inputs), tf.float32)}  # (batch, seq, tags)
 
     def split_words(self, text: tf.Tensor) -> dict:
         """Whitespace-separated words of `[batch]` texts and their character spans (ragged)."""

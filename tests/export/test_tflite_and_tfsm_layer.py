@@ -94,8 +94,10 @@ def test_export_tool_writes_tflite_beside_the_vocabulary(tmp_path, classifier, t
     argv = [str(tmp_path / "best.keras"), "--format", "tflite", "--name", "sst2"]
     assert tool.main([*argv, "--output-dir", str(tmp_path / "out")]) == 0
     assert sorted(os.listdir(tmp_path / "out" / "sst2")) == ["model.tflite", SENTENCEPIECE_FILE]
-    with pytest.raises(ValueError, match="`precision` must be left at 'float32' for --format"):
-        tool.main([*argv, "--output-dir", str(tmp_path / "o2"), "--precision", "int8"])
+    with pytest.raises(ValueError, match="`pair` must be left at False for --format tflite"):
+        tool.main([*argv, "--output-dir", str(tmp_path / "o2"), "--pair"])
+    with pytest.raises(ValueError, match="`precision` must be one of"):
+        tool.main([*argv, "--output-dir", str(tmp_path / "o3"), "--precision", "bfloat16"])
 
 
 def test_tfsm_layer_loads_the_string_in_export(tmp_path, classifier, tokenizer, sentences):
