@@ -1,12 +1,14 @@
-"""TFLite vs SavedModel: size and batch-1 latency of an ALBERT-base classifier, token ids in.
+"""TFLite (float32, int8) vs SavedModel: size and batch-1 latency of ALBERT-base, token ids in.
 
 Run by hand: `python benchmarks/tflite_latency.py [--rounds 30] [--threads 1]`.
 Exports a randomly initialized albert_base_v2 classifier (2 classes, the real 30k-clean
-SentencePiece model) with `export_tflite` and `export_saved_model`, then times, in interleaved
-rounds, one SST-2 dev sentence (packed alone, unpadded) and the same padded to 128 tokens:
-`tf.lite.Interpreter` (`--threads` threads) against the SavedModel's `serve_token_ids` (loaded
-with `tf.saved_model.load`, TensorFlow's own thread pools). Prints the sizes, the medians and
-the ratios TFLite / SavedModel, and writes the raw times (`--results-json`).
+SentencePiece model) with `export_tflite` (float32, and dynamic-range int8 with
+`precision="int8"`) and `export_saved_model`, then times, in interleaved rounds, one SST-2 dev
+sentence (packed alone, unpadded) and the same padded to 128 tokens: `tf.lite.Interpreter`
+(`--threads` threads) against the SavedModel's `serve_token_ids` (loaded with
+`tf.saved_model.load`, TensorFlow's own thread pools). Prints the sizes, the medians, the
+ratios to the SavedModel and the int8 model's largest probability difference from float32,
+and writes the raw times (`--results-json`).
 """
 
 import argparse
@@ -52,23 +54,34 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as directory:
         tflite_path = export_tflite(model, tokenizer, os.path.join(directory, "tflite"))
+        int8_path = export_tflite(
+            model, tokenizer, os.path.join(directory, "tflite_int8"), precision="int8"
+        )
         saved_model_dir = os.path.join(directory, "saved_model")
         export_saved_model(model, tokenizer, saved_model_dir)
         sizes = {
             "tflite_bytes": os.path.getsize(tflite_path),
+            "tflite_int8_bytes": os.path.getsize(int8_path),
             "saved_model_bytes": directory_bytes(saved_model_dir),
         }
         interpreter = tf.lite.Interpreter(model_path=tflite_path, num_threads=args.threads)
         runner = interpreter.get_signature_runner()
+        int8_interpreter = tf.lite.Interpreter(model_path=int8_path, num_threads=args.threads)
+        int8_runner = int8_interpreter.get_signature_runner()
         serve = tf.saved_model.load(saved_model_dir).signatures["serve_token_ids"]
 
         runtimes = {
             "tflite": lambda x: runner(**x)["probabilities"],
+            "tflite_int8": lambda x: int8_runner(**x)["probabilities"],
             "saved_model": lambda x: serve(**{k: tf.constant(v) for k, v in x.items()})[
                 "probabilities"
             ].numpy(),
         }
         times = {case: {name: [] for name in runtimes} for case in inputs}
+        int8_difference = max(
+            float(np.abs(runtimes["tflite_int8"](x) - runtimes["tflite"](x)).max())
+            for x in inputs.values()
+        )
         for x in inputs.values():
             for run in runtimes.values():
                 run(x)  # warm (and the interpreter resizes once)
@@ -80,19 +93,29 @@ def main() -> None:
                     times[case][name].append(time.perf_counter() - start)
 
     print(
-        f"sizes: model.tflite {sizes['tflite_bytes'] / 2**20:.1f} MiB, SavedModel "
-        f"{sizes['saved_model_bytes'] / 2**20:.1f} MiB"
+        f"sizes: model.tflite {sizes['tflite_bytes'] / 2**20:.1f} MiB, int8 "
+        f"{sizes['tflite_int8_bytes'] / 2**20:.1f} MiB, SavedModel "
+        f"{sizes['saved_model_bytes'] / 2**20:.1f} MiB; int8 vs float32 probabilities: "
+        f"{int8_difference:.2g} at most"
     )
     for case, by_runtime in times.items():
         medians = {name: statistics.median(values) * 1e3 for name, values in by_runtime.items()}
         print(
-            f"{case}: TFLite ({args.threads} thread(s)) {medians['tflite']:.1f} ms, SavedModel "
-            f"serve_token_ids {medians['saved_model']:.1f} ms, ratio "
-            f"{medians['tflite'] / medians['saved_model']:.2f}"
+            f"{case}: TFLite ({args.threads} thread(s)) {medians['tflite']:.1f} ms, int8 "
+            f"{medians['tflite_int8']:.1f} ms, SavedModel serve_token_ids "
+            f"{medians['saved_model']:.1f} ms; ratios to the SavedModel "
+            f"{medians['tflite'] / medians['saved_model']:.2f}, "
+            f"{medians['tflite_int8'] / medians['saved_model']:.2f}"
         )
     write_results(
         args.results_json,
-        {"sizes": sizes, "threads": args.threads, "times_seconds": times, "sentence": sentence},
+        {
+            "sizes": sizes,
+            "threads": args.threads,
+            "times_seconds": times,
+            "sentence": sentence,
+            "int8_probability_difference": int8_difference,
+        },
     )
 
 

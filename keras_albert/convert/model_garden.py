@@ -87,7 +87,13 @@ def tfhub_saved_model_config(directory: str | os.PathLike) -> AlbertConfig:
     if os.path.isfile(recorded):
         return AlbertConfig.from_json(recorded)
     loaded = tf.saved_model.load(directory)
-    return _inferred_config(_tensors(loaded), _num_passes(loaded))
+    tensors = _tensors(loaded)
+    if _is_ours(tensors):
+        raise ValueError(
+            f"`config` must be given for {directory!r}: a keras_albert encoder SavedModel "
+            f"without assets/{CONFIG_ASSET}. Received: config=None"
+        )
+    return _inferred_config(tensors, _num_passes(loaded))
 
 
 def model_garden_table(config: AlbertConfig, with_mlm: bool) -> list[Entry]:
