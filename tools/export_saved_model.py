@@ -85,8 +85,8 @@ class ExportOptions:
         warmup_texts: file of warmup texts, one per line (TAB separates a pair).
         base_path_prefix: base path written in models.config, e.g. /models.
         max_batch_size: batching_parameters.txt's max_batch_size.
-        precision: the serving precision: float32, bfloat16 (bfloat16 matrix multiplies,
-            float32 LayerNorm/softmax/outputs) or int8 (int8 Dense kernels, float32 outputs).
+        precision: the serving precision: float32 or bfloat16 (bfloat16 matrix multiplies,
+            float32 LayerNorm/softmax/outputs).
         num_layers: apply the shared block this many times instead of the trained depth.
         doc_stride: question answering: context tokens between window starts.
         max_query_length: question answering: question tokens kept.

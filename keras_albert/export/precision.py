@@ -12,10 +12,13 @@
   shared block of ALBERT-base (7.1M weights, 14 MB) stays in a 32 MB L3 cache across its passes:
   measured on a 2-core AVX512-BF16 host, batch 1 goes from 39 to 26 ms and batch 8 x 128 from
   1.55x to 1.59x float32 (`benchmarks/inference_precision.py`).
-- `"int8"`: Keras's `quantize("int8")` of every `Dense` layer: kernels int8 with a float32
-  scale per output unit, inputs quantized per token on the fly, int8 × int8 → int32 matrix
-  multiplies; embeddings, LayerNorm, softmax and outputs stay float32. The embedding tables
-  are not quantized: a lookup costs the same at any precision.
+
+There is no int8 export: Keras's `quantize("int8")` (int8 Dense kernels, inputs quantized per
+token on the fly, TensorFlow's int8 × int8 → int32 `MatMul`) was 0.22-0.37× float32 on every
+CPU measured, VNNI included, and the oneDNN int8 kernels that would pay
+(`QuantizedMatMulWithBiasAndDequantize`) are slow at serving row counts and not known to run
+in stock TF Serving (docs/precision.md, "int8: removed"). An option that is always slower than
+the default was a trap, so it went.
 
 `ModelCall(model, function)` is how every serving module runs its model: ONE graph function
 (per input rank) holding the weights as constants, which all the module's signatures call.
@@ -33,8 +36,8 @@ signatures (a SavedModel has no variables then; TF Serving needs none).
 `num_layers` (sharing="all" only) applies the shared block `num_layers` times instead of the
 trained depth: see `AlbertBackbone.at_depth`.
 
-Whether a precision is faster depends on the CPU: bfloat16 and int8 matrix multiplies only beat
-float32 with AVX512-BF16 / AMX and AVX512-VNNI / AMX kernels. `cpu_features()` says what this
+Whether a precision is faster depends on the CPU: bfloat16 matrix multiplies only beat float32
+with AVX512-BF16 or AMX kernels. `cpu_features()` says what this
 machine has; `benchmarks/inference_precision.py` measures it.
 """
 
@@ -47,9 +50,9 @@ from keras_albert.layers.layer_norm import constant_weights
 from keras_albert.models import AlbertBackbone
 from keras_albert.validation import require_one_of
 
-PRECISIONS = ("float32", "bfloat16", "int8")
-_POLICIES = {"float32": "float32", "bfloat16": "bfloat16", "int8": "float32"}
-# The CPU features that make bfloat16 or int8 matrix multiplies faster than float32.
+PRECISIONS = ("float32", "bfloat16")
+# The CPU features that make low-precision (bfloat16; int8 for other engines) matrix
+# multiplies faster than float32.
 FAST_LOW_PRECISION_FEATURES = (
     "avx512f",
     "avx512_bf16",
@@ -79,8 +82,7 @@ def serving_model(
     if num_layers is not None:
         backbone.check_depth(num_layers)
     depth = trained_depth if num_layers is None else num_layers
-    policy = _POLICIES[precision]
-    if depth == trained_depth and precision != "int8" and backbone.dtype_policy.name == policy:
+    if depth == trained_depth and backbone.dtype_policy.name == precision:
         return model
 
     serialized = keras.saving.serialize_keras_object(model)
@@ -88,14 +90,12 @@ def serving_model(
         serialized["config"] if model is backbone else serialized["config"]["backbone"]["config"]
     )
     backbone_config["num_layers"] = depth
-    backbone_config["dtype"] = policy
+    backbone_config["dtype"] = precision
     copy = keras.saving.deserialize_keras_object(serialized)
     # The parameter count does not depend on the depth (sharing="all") or on the policy, so
     # the weights carry over in order (rounded to bfloat16 under that policy); set_weights
     # checks shapes.
     copy.set_weights(model.get_weights())
-    if precision == "int8":
-        copy.quantize("int8", filters=lambda layer: isinstance(layer, keras.layers.Dense))
     return copy
 
 

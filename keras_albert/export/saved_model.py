@@ -31,7 +31,7 @@ endpoint as a Predict signature. With a module the signatures are the same `tf.f
 named `TensorSpec`s; the Classify/Regress method names are set in `saved_model.pb` afterwards.
 No function is compiled with XLA (`tensorflow_model_server` runs without it by default).
 
-`precision` ("float32", "bfloat16", "int8") and `num_layers` (the shared block applied fewer
+`precision` ("float32", "bfloat16") and `num_layers` (the shared block applied fewer
 times than trained) export a copy of the model made by `keras_albert.export.precision`; the
 outputs stay float32.
 """
@@ -183,7 +183,7 @@ class AlbertServingModule(tf.Module):
             sequence (for comparison; slower).
         class_names: names of the classes for `serve_examples`' `classes` output; by default
             "0", "1", ... Classification only.
-        precision: "float32", "bfloat16" or "int8" (see `keras_albert.export.precision`).
+        precision: "float32" or "bfloat16" (see `keras_albert.export.precision`).
         num_layers: apply the shared block this many times (1 to the trained depth; sharing
             "all" only); default: the trained depth.
 

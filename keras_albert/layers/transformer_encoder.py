@@ -129,12 +129,15 @@ class SelfAttention(keras.layers.Layer):
 
         query = query * ops.cast(1.0 / math.sqrt(self.head_dim), query.dtype)
         scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))  # (batch, heads, seq, seq)
-        scores = ops.cast(scores, "float32")
         if padding_mask is not None:
-            # (batch, 1, 1, seq): every query ignores the padded keys.
-            keep = ops.cast(padding_mask, "float32")[:, None, None, :]
-            scores = scores + (1.0 - keep) * _MASKED_SCORE
-        probabilities = ops.cast(ops.softmax(scores, axis=-1), self.compute_dtype)
+            # (batch, 1, 1, seq): every query ignores the padded keys. Added in the compute
+            # dtype, before the softmax's cast to float32: a kept key's score is unchanged (+0)
+            # and a padded one's exponent underflows to 0 in any dtype, so the probabilities are
+            # the same, and served TensorFlow fuses the add into the multiply's kernel.
+            keep = ops.cast(padding_mask, scores.dtype)[:, None, None, :]
+            scores = scores + (1.0 - keep) * ops.cast(_MASKED_SCORE, scores.dtype)
+        probabilities = ops.softmax(ops.cast(scores, "float32"), axis=-1)
+        probabilities = ops.cast(probabilities, self.compute_dtype)
         probabilities = self.probabilities_dropout(probabilities, training=training)
 
         context = ops.matmul(probabilities, value)  # (batch, heads, seq, head_dim)
