@@ -46,7 +46,7 @@ from keras_albert.convert import MODEL_KINDS  # noqa: E402
 from keras_albert.export import BatchingParameters, export_checkpoint  # noqa: E402
 from keras_albert.export.precision import PRECISIONS  # noqa: E402
 from keras_albert.export.tfhub import export_tfhub_checkpoint  # noqa: E402
-from keras_albert.export.tflite import export_tflite_checkpoint  # noqa: E402
+from keras_albert.export.tflite import TFLITE_PRECISIONS, export_tflite_checkpoint  # noqa: E402
 from keras_albert.finetuning.race import defaults as race_defaults  # noqa: E402
 from keras_albert.finetuning.squad import defaults as squad_defaults  # noqa: E402
 
@@ -86,7 +86,8 @@ class ExportOptions:
         base_path_prefix: base path written in models.config, e.g. /models.
         max_batch_size: batching_parameters.txt's max_batch_size.
         precision: the serving precision: float32 or bfloat16 (bfloat16 matrix multiplies,
-            float32 LayerNorm/softmax/outputs).
+            float32 LayerNorm/softmax/outputs); with --format tflite float32 or int8
+            (dynamic-range int8 weights).
         num_layers: apply the shared block this many times instead of the trained depth.
         doc_stride: question answering: context tokens between window starts.
         max_query_length: question answering: question tokens kept.
@@ -123,7 +124,10 @@ class ExportOptions:
     warmup_texts: str | None = None
     base_path_prefix: str | None = None
     max_batch_size: int = BatchingParameters.max_batch_size
-    precision: str = dataclasses.field(default="float32", metadata={"choices": PRECISIONS})
+    precision: str = dataclasses.field(
+        default="float32",
+        metadata={"choices": tuple(dict.fromkeys(PRECISIONS + TFLITE_PRECISIONS))},
+    )
     num_layers: int | None = None
     doc_stride: int = squad_defaults.DOC_STRIDE
     max_query_length: int = squad_defaults.MAX_QUERY_LENGTH
