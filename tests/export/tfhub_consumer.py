@@ -28,6 +28,7 @@ def main(export_dir: str, inputs_path: str, outputs_path: str) -> None:
     sentences = tf.constant(data["sentences"])
     labels = np.array(data["labels"], dtype="int32")
     assert tf.keras.Model is tf_keras.Model, "TF_USE_LEGACY_KERAS did not select tf_keras"
+    tf_keras.utils.set_random_seed(0)  # the head's initial weights and the dropout masks
 
     preprocessor = hub.KerasLayer(os.path.join(export_dir, "preprocessor"))
     encoder = hub.KerasLayer(os.path.join(export_dir, "encoder"), trainable=True)
@@ -50,7 +51,7 @@ def main(export_dir: str, inputs_path: str, outputs_path: str) -> None:
     logits = tf_keras.layers.Dense(2, name="classifier")(outputs["pooled_output"])
     classifier = tf_keras.Model(text, logits)
     classifier.compile(
-        optimizer=tf_keras.optimizers.Adam(learning_rate=1e-2),
+        optimizer=tf_keras.optimizers.Adam(learning_rate=1e-3),
         loss=tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True),
     )
     before = [np.asarray(weight) for weight in encoder.trainable_weights]
