@@ -78,7 +78,7 @@ from keras_albert.text.normalization import changed_normalization
 from keras_albert.training import run_directory
 from keras_albert.training.callbacks import EvaluationProgress
 from keras_albert.training.checkpoints import JsonState, training_checkpoint
-from keras_albert.training.clipping import AdamW
+from keras_albert.training.clipping import AdamW, adamw
 from keras_albert.training.interruption import StopSignals
 from keras_albert.training.logs import HistoryCsv, TensorBoardLogs
 from keras_albert.training.loop import TrainingLoop, replica_share, run_callbacks
@@ -390,21 +390,8 @@ def _train(loop, task, objective, recipe, options, output_dir, chief, epochs, st
 def build_optimizer(
     learning_rate: float, train_steps: int, warmup_steps: int, weight_decay_rate: float
 ) -> AdamW:
-    """ALBERT's `--optimizer=adamw`: decoupled decay 0.01 (not on LayerNorm or biases),
-    epsilon 1e-6, gradients clipped to global norm 1, linear warmup then linear decay to 0.
-
-    Keras's AdamW corrects the moments' bias; ALBERT's AdamWeightDecayOptimizer does not. The
-    clipping applies to the gradient summed over replicas, as on one device
-    (`keras_albert.training.clipping`).
-    """
+    """ALBERT's fine-tuning optimizer (`training.clipping.adamw`) with its schedule: linear
+    warmup, then linear decay to 0. The clipping applies to the gradient summed over replicas,
+    as on one device."""
     schedule = WarmupPolynomialDecay(learning_rate, warmup_steps, train_steps)
-    optimizer = AdamW(
-        learning_rate=schedule,
-        weight_decay=weight_decay_rate,
-        beta_1=0.9,
-        beta_2=0.999,
-        epsilon=1e-6,
-        global_clipnorm=1.0,
-    )
-    optimizer.exclude_from_weight_decay(var_names=["layer_norm", "LayerNorm", "bias"])
-    return optimizer
+    return adamw(schedule, weight_decay_rate)

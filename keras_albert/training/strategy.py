@@ -15,10 +15,10 @@ from urllib.parse import urlparse
 import tensorflow as tf
 
 from keras_albert.cli import ToolError
+from keras_albert.training.options import PRECISIONS
 
 STRATEGY_NAMES = ("auto", "cpu", "one_device", "mirrored", "multi_worker", "tpu")
 DEVICE_KINDS = ("tpu", "gpu", "cpu")
-PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16", "auto")
 
 
 def build_strategy(
