@@ -11,8 +11,9 @@ one fixed random batch (seq 128, 20 masked). Throughput: `--steps` timed steps a
 warm-up calls (without XLA, on the loop the loss check trained). MFU: model FLOPs per second
 (forward + backward, `roofs.py`) over the peak: the `--peak-tflops` given (the datasheet's
 dense figure for the dtype), else the measured GEMM roof of the device in that dtype.
-Convergence: `--convergence-steps` steps from the same initial weights on the same batch in float32 and in each mixed precision; the largest difference of
-the per-step losses must stay within `--loss-tolerance`. Writes everything to
+Convergence: `--convergence-steps` steps from the same initial weights on the same batch in
+float32 and in each mixed precision; the largest difference of the per-step losses must stay
+within `--loss-tolerance`. Writes everything to
 `--results-json` and exits 1 when a loss check fails.
 """
 
