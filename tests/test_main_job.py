@@ -18,7 +18,7 @@ import pytest
 import tensorflow as tf
 from main_job import STEPS, MainJobOptions, run_steps
 from main_job.options import parse_seeds
-from main_job.steps import PROBE_SENTENCES
+from main_job.steps import PROBE_SENTENCES, pretraining_options
 
 from tests.tool_flags import check_tool_flags
 
@@ -266,6 +266,9 @@ def test_flags_reach_the_options_and_override_the_quick_variant():
     assert options.corpus_files == 2
     assert options.albert_config().num_layers == 3
     assert tool.parse_options(["--finetune-seeds", "3,1"]).finetune_seeds == (3, 1)
+    bfloat16 = tool.parse_options(["--precision", "mixed_bfloat16"])
+    assert MainJobOptions().precision == "float32"
+    assert pretraining_options(bfloat16).precision == "mixed_bfloat16"
 
 
 def test_masking_options_reach_the_records_and_the_dynamic_masks_alike():

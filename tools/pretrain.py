@@ -37,10 +37,12 @@ The flags of google-research/albert `run_pretraining.py` (and `--spm_model_file`
     --spm_model_file          --vocabulary (also --vocab_file; and our former
                               --sentencepiece-model)
     --random_seed             --seed
+    --poly_power              --poly-power
+    --start_warmup_step       --start-warmup-step
+    --optimizer lamb|adamw    (the same name)
 
 Not accepted, for they have no counterpart: `--do_train` (always), `--do_eval` (give
-`--eval-data`), `--eval_batch_size` (the eval batch is `--batch-size`), `--optimizer` (LAMB),
-`--poly_power` (1: linear decay), `--start_warmup_step`, `--init_from_group0`,
+`--eval-data`), `--eval_batch_size` (the eval batch is `--batch-size`), `--init_from_group0`,
 `--masked_lm_budget` (see `--dynamic-masking`), `--tpu_zone`, `--gcp_project`, `--master`,
 `--num_tpu_cores` (the TPU strategy uses every core).
 """
@@ -77,6 +79,8 @@ ALIASES = {
     "tpu_address": ("--tpu_name",),
     "vocabulary": ("--spm_model_file", "--vocab_file"),
     "seed": ("--random_seed",),
+    "poly_power": ("--poly_power",),
+    "start_warmup_step": ("--start_warmup_step",),
 }
 
 

@@ -78,13 +78,15 @@ from keras_albert.text.normalization import changed_normalization
 from keras_albert.training import run_directory
 from keras_albert.training.callbacks import EvaluationProgress
 from keras_albert.training.checkpoints import JsonState, training_checkpoint
-from keras_albert.training.clipping import AdamW
+from keras_albert.training.clipping import AdamW, adamw
 from keras_albert.training.interruption import StopSignals
 from keras_albert.training.logs import HistoryCsv, TensorBoardLogs
 from keras_albert.training.loop import TrainingLoop, replica_share, run_callbacks
+from keras_albert.training.loss_scale import optimizer_for_precision
 from keras_albert.training.schedule import WarmupPolynomialDecay, learning_rate_at
 from keras_albert.training.strategy import (
     build_strategy,
+    choose_precision_policy,
     is_chief,
     num_workers,
     resolve_jit_compile,
@@ -100,6 +102,7 @@ RUN_FREE_OPTIONS = (
     "test_data",
     "strategy",
     "tpu_address",
+    "precision",
     "steps_per_execution",
     "jit_compile",
     "verbose",
@@ -147,6 +150,9 @@ def _finetune(options: FinetuningOptions, strategy, chief: bool) -> dict:
     run_directory.check_run_file(
         checkpoints_dir, run_options, resuming, remedy="`force` to start over"
     )
+    # Recorded, never compared: the weights are float32 in every precision.
+    policy = choose_precision_policy(strategy, options.precision)
+    run_options["precision"] = policy
     vocabulary = require_vocabulary(options.init_checkpoint, options.vocabulary, "init_checkpoint")
     normalization = resolve_normalization(
         options.init_checkpoint, options.lowercase, options.strip_accents
@@ -170,7 +176,7 @@ def _finetune(options: FinetuningOptions, strategy, chief: bool) -> dict:
     with strategy.scope():
         # `init_checkpoint`'s backbone (any head dropped), or a fresh one of the architecture.
         source = options.init_checkpoint or options.preset or options.config
-        backbone = load_checkpoint(source, model="backbone")
+        backbone = load_checkpoint(source, model="backbone").with_dtype_policy(policy)
         config = backbone.albert_config
         if config.vocabulary_size != tokenizer.vocabulary_size:
             raise ValueError(
@@ -185,13 +191,16 @@ def _finetune(options: FinetuningOptions, strategy, chief: bool) -> dict:
                 f"{task.sequence_length}"
             )
         model = task.build_model(backbone)
-        optimizer = build_optimizer(
+        inner = build_optimizer(
             recipe.learning_rate, train_steps, recipe.warmup_steps, options.weight_decay_rate
         )
-        task.compile(model, optimizer)  # what `best.keras` carries, for users' `model.fit`
+        optimizer = optimizer_for_precision(inner, policy)
+        # What `best.keras` carries, for users' `model.fit`: the unwrapped optimizer, as the
+        # checkpoints (`training.loss_scale`), so that neither depends on the precision.
+        task.compile(model, inner)
         optimizer.build(model.trainable_variables)
     progress_state = JsonState()  # outside the scope: one CPU variable, not one per replica
-    checkpoint = training_checkpoint(model, optimizer, progress=progress_state)
+    checkpoint = training_checkpoint(model, inner, progress=progress_state)
     objective = task.objective(model)
     replica_fn = objective.replica_fn
     if options.elastic_depths:
@@ -266,6 +275,7 @@ def _finetune(options: FinetuningOptions, strategy, chief: bool) -> dict:
         "strategy": type(strategy).__name__,
         "num_replicas": strategy.num_replicas_in_sync,
         "num_workers": num_workers(strategy),
+        "precision": policy,
         "history": history,
         "best_epoch": best_epoch,
         "best": best_results,
@@ -355,6 +365,8 @@ def _train(loop, task, objective, recipe, options, output_dir, chief, epochs, st
                     raise stopped(stop, step, saved)
             step = (epoch + 1) * steps_per_epoch
             logs = objective.logs(state["totals"], steps_per_epoch)
+            if "skipped_steps" in state["totals"]:  # float16: overflowed steps, not applied
+                logs["skipped_steps"] = state["totals"]["skipped_steps"]
             if not math.isfinite(logs["loss"]):
                 raise FloatingPointError(
                     f"The training loss became NaN or infinite by step {step}."
@@ -390,21 +402,8 @@ def _train(loop, task, objective, recipe, options, output_dir, chief, epochs, st
 def build_optimizer(
     learning_rate: float, train_steps: int, warmup_steps: int, weight_decay_rate: float
 ) -> AdamW:
-    """ALBERT's `--optimizer=adamw`: decoupled decay 0.01 (not on LayerNorm or biases),
-    epsilon 1e-6, gradients clipped to global norm 1, linear warmup then linear decay to 0.
-
-    Keras's AdamW corrects the moments' bias; ALBERT's AdamWeightDecayOptimizer does not. The
-    clipping applies to the gradient summed over replicas, as on one device
-    (`keras_albert.training.clipping`).
-    """
+    """ALBERT's fine-tuning optimizer (`training.clipping.adamw`) with its schedule: linear
+    warmup, then linear decay to 0. The clipping applies to the gradient summed over replicas,
+    as on one device."""
     schedule = WarmupPolynomialDecay(learning_rate, warmup_steps, train_steps)
-    optimizer = AdamW(
-        learning_rate=schedule,
-        weight_decay=weight_decay_rate,
-        beta_1=0.9,
-        beta_2=0.999,
-        epsilon=1e-6,
-        global_clipnorm=1.0,
-    )
-    optimizer.exclude_from_weight_decay(var_names=["layer_norm", "LayerNorm", "bias"])
-    return optimizer
+    return adamw(schedule, weight_decay_rate)

@@ -16,6 +16,7 @@ from keras_albert.finetuning.glue.specs import TaskSpec, generic_task, get_task
 from keras_albert.finetuning.race import defaults as race_defaults
 from keras_albert.finetuning.squad import defaults as squad_defaults
 from keras_albert.models.question_answerer import ANSWERABILITY
+from keras_albert.training.options import PRECISIONS
 from keras_albert.validation import (
     require_exactly_one,
     require_given,
@@ -85,6 +86,10 @@ class FinetuningOptions:
             TF_CONFIG, tpu); every one runs the same training loop (`training.loop`).
         tpu_address: for the "tpu" strategy: a Cloud TPU name, "local" on a TPU VM, or
             grpc://host:port.
+        precision: float32, mixed_bfloat16, mixed_float16 (with dynamic loss scaling) or auto,
+            as pretraining's (`PretrainingOptions.precision`); by default the device's. Any
+            checkpoint, pretrained in any precision, starts any of them; a run may resume in
+            another.
         steps_per_execution: train steps per `tf.function` call.
         jit_compile: auto, true or false: XLA for the train step (auto: on GPUs and TPUs).
         seed: seed of weights initialization and shuffling.
@@ -141,6 +146,7 @@ class FinetuningOptions:
     max_qa_length: int = race_defaults.MAX_QA_LENGTH
     strategy: str = "auto"
     tpu_address: str | None = None
+    precision: str | None = None
     steps_per_execution: int = 1
     jit_compile: bool | str = dataclasses.field(
         default="auto", metadata={"parse": parse_bool_or_auto}
@@ -186,6 +192,7 @@ class FinetuningOptions:
             require_given("text_columns", self.text_columns or None, when)
             require_given("label_column", self.label_column, "for the generic task")
         require_one_of("jit_compile", self.jit_compile, (True, False, "auto"))
+        require_one_of("precision", self.precision, (None, *PRECISIONS))
         require_one_of("verbose", self.verbose, (0, 1, 2))
         require_int("pad_to_multiple_of", self.pad_to_multiple_of, 1, optional=True)
         require_int("checkpoint_every_steps", self.checkpoint_every_steps, 1, optional=True)

@@ -233,6 +233,17 @@ class AlbertBackbone(keras.Model):
         """A randomly initialized backbone of a released architecture, e.g. "albert_base_v2"."""
         return cls.from_albert_config(get_preset(name), **kwargs)
 
+    def with_dtype_policy(self, dtype) -> "AlbertBackbone":
+        """This backbone under the dtype policy `dtype` (e.g. `"mixed_bfloat16"` to train in
+        bfloat16): itself when it already has it, else a copy with the same weights (rounded
+        where the new policy stores variables in fewer bits)."""
+        policy = keras.DTypePolicy(dtype) if isinstance(dtype, str) else dtype
+        if policy.name == self.dtype_policy.name:
+            return self
+        copy = type(self).from_config({**self.get_config(), "dtype": policy})
+        copy.set_weights(self.get_weights())
+        return copy
+
     def get_config(self):
         return {
             **self.albert_config.to_dict(),

@@ -33,3 +33,21 @@ class SummedGradientClipping:
 class AdamW(SummedGradientClipping, keras.optimizers.AdamW):
     """Keras's `AdamW`, clipping the gradient summed over replicas (`SummedGradientClipping`):
     the fine-tuning optimizer, equal on one device and on many."""
+
+
+def adamw(learning_rate, weight_decay_rate: float = 0.01) -> AdamW:
+    """ALBERT's `--optimizer=adamw`: decoupled decay (not on LayerNorm parameters or biases),
+    epsilon 1e-6, gradients clipped to global norm 1 after the sum over replicas.
+
+    Keras's AdamW corrects the moments' bias; ALBERT's AdamWeightDecayOptimizer does not.
+    """
+    optimizer = AdamW(
+        learning_rate=learning_rate,
+        weight_decay=weight_decay_rate,
+        beta_1=0.9,
+        beta_2=0.999,
+        epsilon=1e-6,
+        global_clipnorm=1.0,
+    )
+    optimizer.exclude_from_weight_decay(var_names=["layer_norm", "LayerNorm", "bias"])
+    return optimizer

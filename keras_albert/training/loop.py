@@ -76,7 +76,8 @@ class TrainingLoop:
         strategy: the strategy the model and the optimizer were built under.
         model: a Keras model (built under `strategy.scope()`).
         optimizer: its optimizer (built on `model.trainable_variables`); a
-            `keras.optimizers.LossScaleOptimizer` scales the loss.
+            `keras.optimizers.LossScaleOptimizer` (`training.loss_scale.DynamicLossScale`)
+            scales the loss, and the sums then count the steps it skipped (`skipped_steps`).
         replica_fn: `(model, batch, training) -> (loss, sums)`: this replica's share of the
             global loss, and a dict of float32 scalars to add up (see the module doc).
         steps_per_execution: the most steps one call of the compiled function runs.
@@ -137,12 +138,16 @@ class TrainingLoop:
             loss, sums = self.replica_fn(model, batch, True)
             if model.losses:  # regularizers: the replicas' shares sum to them once
                 loss = loss + tf.add_n(model.losses) / self.strategy.num_replicas_in_sync
-            scaled = loss
-            if isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
-                scaled = optimizer.scale_loss(loss)
+            scaling = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
+            scaled = optimizer.scale_loss(loss) if scaling else loss
         variables = model.trainable_variables
         gradients = tape.gradient(scaled, variables)
+        if scaling:
+            step_before = tf.identity(optimizer.iterations)
         optimizer.apply(gradients, variables)
+        if scaling:  # a step with non-finite gradients left the step counter where it was
+            skipped = tf.cast(tf.equal(optimizer.iterations, step_before), tf.float32)
+            sums = {**sums, "skipped_steps": skipped / self.strategy.num_replicas_in_sync}
         return self._flatten(loss, sums)
 
     def _replica_eval_step(self, batch):

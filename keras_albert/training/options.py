@@ -21,6 +21,9 @@ from keras_albert.validation import (
 )
 
 _VERBOSITY = {"choices": (0, 1, 2)}
+# What `precision` may be, for both drivers (`strategy.choose_precision_policy` says what each
+# means; None: the device's default).
+PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16", "auto")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,14 +51,25 @@ class PretrainingOptions:
         warmup_steps: linear warmup steps; by default 2.5% of `train_steps` (ALBERT's 3125 of
             125000).
         end_learning_rate: the rate at `train_steps`.
-        weight_decay_rate: LAMB's decay (LayerNorm parameters and biases excluded).
+        poly_power: the exponent of the polynomial decay from step 0 to `train_steps` (1:
+            linear), as the original's `--poly_power`.
+        start_warmup_step: the step the linear warmup starts at (the original's
+            `--start_warmup_step`, for continued pretraining); the rate is 0 before it.
+        optimizer: "lamb" (ALBERT's pretraining optimizer) or "adamw" (the original's other
+            choice: decoupled decay, LayerNorm parameters and biases excluded); both clip the
+            summed gradient to global norm 1.
+        weight_decay_rate: the optimizer's decay (LayerNorm parameters and biases excluded).
         sentence_order_loss_weight: the SOP loss's weight in the total loss; 1.0 is the
             original's plain sum.
         strategy: a `build_strategy` name (auto, cpu, one_device, mirrored, multi_worker with
             TF_CONFIG set, tpu).
         tpu_address: for the "tpu" strategy: a Cloud TPU name, "local" on a TPU VM, or
             "grpc://host:port".
-        precision: a Keras dtype policy; by default chosen per device.
+        precision: float32, mixed_bfloat16, mixed_float16 (with dynamic loss scaling) or auto
+            (mixed_bfloat16 on a CPU with AVX512-BF16 or AMX, else as the default); by default
+            the device's: mixed_bfloat16 on TPU, mixed_float16 on GPU, float32 on CPU. The
+            weights stay float32 (checkpoints do not depend on it: a run may resume in
+            another precision).
         dynamic_masking: mask anew every pass in-graph instead of using the records' masks;
             needs `vocabulary`.
         vocabulary: the tokenizer's vocabulary file: a SentencePiece model (30k-clean.model) or a
@@ -103,6 +117,9 @@ class PretrainingOptions:
     learning_rate: float = 0.00176
     warmup_steps: int | None = None
     end_learning_rate: float = 0.0
+    poly_power: float = 1.0
+    start_warmup_step: int = 0
+    optimizer: str = "lamb"
     weight_decay_rate: float = 0.01
     sentence_order_loss_weight: float = 1.0
     strategy: str = "auto"
@@ -173,6 +190,10 @@ class PretrainingOptions:
         require_int("max_ngram", self.max_ngram, 1)
         require_one_of("input_sharding", self.input_sharding, ("global", "files"))
         require_one_of("verbose", self.verbose, (0, 1, 2))
+        require_one_of("precision", self.precision, (None, *PRECISIONS))
+        require_one_of("optimizer", self.optimizer, ("lamb", "adamw"))
+        require_number("poly_power", self.poly_power, 0, exclusive_minimum=True)
+        require_int("start_warmup_step", self.start_warmup_step, 0)
 
     @property
     def resolved_warmup_steps(self) -> int:

@@ -53,11 +53,13 @@ from keras_albert.models import AlbertBackbone, AlbertPretrainer
 from keras_albert.text.normalization import changed_normalization
 from keras_albert.text.pretraining.records import RecordLayout, inspect_records
 from keras_albert.training import run_directory
+from keras_albert.training.clipping import adamw
 from keras_albert.training.initial_weights import copy_initial_weights, initial_pretrainer
 from keras_albert.training.interruption import StopSignals
 from keras_albert.training.lamb import Lamb
 from keras_albert.training.logs import HistoryCsv, TensorBoardLogs
 from keras_albert.training.loop import TrainingLoop, global_sum, run_callbacks
+from keras_albert.training.loss_scale import checkpointed_optimizer, optimizer_for_precision
 from keras_albert.training.losses import (
     MaskedLMLoss,
     pretraining_logs,
@@ -103,6 +105,9 @@ RUN_DEFINING_OPTIONS = (
     "learning_rate",
     "warmup_steps",
     "end_learning_rate",
+    "poly_power",
+    "start_warmup_step",
+    "optimizer",
     "dynamic_masking",
     "vocabulary",
     "masked_lm_prob",
@@ -175,6 +180,10 @@ def _pretrain(options: PretrainingOptions, strategy, chief: bool, started: float
     check_first_batch(options, options.train_data, layout, config, "train_data")
     if eval_layout is not None:
         check_first_batch(options, options.eval_data, eval_layout, config, "eval_data")
+    # Recorded, never compared: the weights are float32 in every precision, so a run may
+    # resume in another (the file then says the latest).
+    policy = choose_precision_policy(strategy, options.precision)
+    run_options["precision"] = policy
     # Made only now: a failed input check leaves no empty run directory behind.
     if chief:
         run_directory.prepare_output_dir(options.output_dir)
@@ -182,7 +191,6 @@ def _pretrain(options: PretrainingOptions, strategy, chief: bool, started: float
 
     # TF's global seed is seed + 1 (the initial weights of every run so far).
     keras.utils.set_random_seed(options.seed + 1)
-    policy = choose_precision_policy(strategy, options.precision)
 
     # Data and model.
     eval_fn, eval_counts = None, {}
@@ -190,21 +198,16 @@ def _pretrain(options: PretrainingOptions, strategy, chief: bool, started: float
         eval_fn, eval_counts = eval_dataset(options, eval_layout, masking, strategy)
     with strategy.scope():
         model = AlbertPretrainer(AlbertBackbone.from_albert_config(config, dtype=policy))
-        schedule = WarmupPolynomialDecay(
-            options.learning_rate,
-            warmup_steps=options.resolved_warmup_steps,
-            total_steps=options.train_steps,
-            end_learning_rate=options.end_learning_rate,
-        )
-        optimizer = Lamb(schedule, weight_decay_rate=options.weight_decay_rate)
-        if policy == "mixed_float16":
-            optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
-        # Compiled for what `pretrainer.keras` carries (optimizer, losses), not for training.
+        optimizer = optimizer_for_precision(build_pretraining_optimizer(options), policy)
+        # Compiled for what `pretrainer.keras` carries (optimizer, losses), not for training;
+        # with the unwrapped optimizer, so that neither depends on the precision.
         compile_pretrainer(
-            model, optimizer, sentence_order_loss_weight=options.sentence_order_loss_weight
+            model,
+            checkpointed_optimizer(optimizer),
+            sentence_order_loss_weight=options.sentence_order_loss_weight,
         )
         optimizer.build(model.trainable_variables)
-        checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
+        checkpoint = tf.train.Checkpoint(model=model, optimizer=checkpointed_optimizer(optimizer))
     # Every worker saves (TensorFlow's collective save); only the chief's copy is kept.
     resume = lambda: run_directory.where_to_resume(checkpoints_dir)  # noqa: E731
     with worker_output(strategy, checkpoints_dir, resume) as save_dir:
@@ -281,7 +284,7 @@ def _pretrain(options: PretrainingOptions, strategy, chief: bool, started: float
         "model": model_path,
     }
     run_directory.write_summary(options.output_dir, summary)
-    shown = {"step": final_step, "trained_steps_this_run": trained_steps}
+    shown = {"step": final_step, "trained_steps_this_run": trained_steps, "precision": policy}
     if train_seconds:
         shown["train_time"] = format_duration(train_seconds)
     for split, logs in (("train", last_logs), ("eval", eval_results or {})):
@@ -291,6 +294,22 @@ def _pretrain(options: PretrainingOptions, strategy, chief: bool, started: float
     line = ", ".join(f"{key} {value}" for key, value in shown.items())
     print(f"keras_albert pretraining summary: {line} (all: {options.output_dir}/summary.json)")
     return summary
+
+
+def build_pretraining_optimizer(options: PretrainingOptions) -> keras.optimizers.Optimizer:
+    """`Lamb` or `AdamW` (`options.optimizer`) with `WarmupPolynomialDecay`: ALBERT's
+    `create_optimizer` with its `poly_power` and `start_warmup_step`."""
+    schedule = WarmupPolynomialDecay(
+        options.learning_rate,
+        warmup_steps=options.resolved_warmup_steps,
+        total_steps=options.train_steps,
+        end_learning_rate=options.end_learning_rate,
+        power=options.poly_power,
+        start_warmup_step=options.start_warmup_step,
+    )
+    if options.optimizer == "adamw":
+        return adamw(schedule, options.weight_decay_rate)
+    return Lamb(schedule, weight_decay_rate=options.weight_decay_rate)
 
 
 def pretraining_replica_fn(sentence_order_loss_weight: float = 1.0):
@@ -372,6 +391,8 @@ def _train(loop, manager, options, layout, masking, eval_fn, start_step, chief) 
     callbacks: list = [checkpoints]
     if chief:
         columns = ("step", "learning_rate", *names)
+        if hasattr(loop.optimizer, "dynamic_scale"):
+            columns += ("skipped_steps", "loss_scale")
         if eval_fn is not None:
             columns += tuple(f"val_{name}" for name in names)
         callbacks += [
@@ -429,6 +450,9 @@ def _log(loop, sums, num_steps, step, eval_fn, options, manager, inner, eval_eve
     # The mean of the steps' losses; the task losses and accuracies over every prediction.
     logs = {**pretraining_logs(sums, options.sentence_order_loss_weight)}
     logs["loss"] = sums["loss"] / num_steps
+    if "skipped_steps" in sums:  # float16: steps whose gradients overflowed, not applied
+        logs["skipped_steps"] = sums["skipped_steps"]
+        logs["loss_scale"] = float(loop.optimizer.dynamic_scale.numpy())
     if not all(map(math.isfinite, logs.values())):
         raise FloatingPointError(
             f"The loss became NaN or infinite by step {step}; the last checkpoint in "

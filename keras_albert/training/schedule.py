@@ -16,9 +16,10 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
     At optimizer step `t` (0 for the first update):
 
     ```
-    t < warmup_steps:  peak_learning_rate * t / warmup_steps
-    otherwise:         (peak - end) * (1 - min(t, total_steps) / total_steps)**power
-                       + end
+    t < start_warmup_step:                 0
+    t - start_warmup_step < warmup_steps:  peak_learning_rate * (t - start_warmup_step)
+                                           / warmup_steps
+    otherwise:  (peak - end) * (1 - min(t, total_steps) / total_steps)**power + end
     ```
 
     As in the original, the decay is measured from step 0 over `total_steps`,
@@ -26,9 +27,10 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
     `peak * (1 - warmup_steps / total_steps)` (for `end = 0`), so the peak
     itself is never used, and the first update (t = 0) has rate 0 when there
     is a warmup. `warmup_steps=0` means no warmup, as the original's
-    `if num_warmup_steps:`. The original's `start_warmup_step` is not
-    replicated: a Keras optimizer created for continued pretraining starts
-    its own step counter at 0.
+    `if num_warmup_steps:`. `start_warmup_step` is the original's: the warmup
+    counts from that step (the decay still from step 0). Before it the
+    original's formula gives a negative rate; here the rate is 0 (a deliberate
+    departure: no step moves the weights backwards).
 
     Args:
         peak_learning_rate: float > 0, the original's `init_lr`.
@@ -39,6 +41,8 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
             `0.0`.
         power: float > 0, the decay's exponent; 1.0 is linear. Defaults to
             `1.0`.
+        start_warmup_step: int >= 0, the step the warmup starts at. Defaults
+            to `0`.
         name: optional name of the schedule.
 
     Example:
@@ -58,6 +62,7 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
         end_learning_rate: float = 0.0,
         power: float = 1.0,
         name: str | None = None,
+        start_warmup_step: int = 0,
     ):
         if not peak_learning_rate > 0:
             raise ValueError(
@@ -80,6 +85,12 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
             )
         if not power > 0:
             raise ValueError(f"`power` must be > 0. Received: power={power}")
+        if not _is_int(start_warmup_step) or start_warmup_step < 0:
+            raise ValueError(
+                "`start_warmup_step` must be an integer >= 0. "
+                f"Received: start_warmup_step={start_warmup_step!r}"
+            )
+        self.start_warmup_step = int(start_warmup_step)
         self.peak_learning_rate = peak_learning_rate
         self.warmup_steps = int(warmup_steps)
         self.total_steps = int(total_steps)
@@ -99,9 +110,9 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
             decayed = self._decay(step)
             if self.warmup_steps == 0:
                 return decayed
-            step = ops.cast(step, decayed.dtype)
-            warmup = self.peak_learning_rate * step / self.warmup_steps
-            return ops.where(step < self.warmup_steps, warmup, decayed)
+            warmup_step = ops.cast(step, decayed.dtype) - self.start_warmup_step
+            warmup = self.peak_learning_rate * ops.maximum(warmup_step, 0.0) / self.warmup_steps
+            return ops.where(warmup_step < self.warmup_steps, warmup, decayed)
 
     def get_config(self):
         return {
@@ -111,6 +122,7 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
             "end_learning_rate": self.end_learning_rate,
             "power": self.power,
             "name": self.name,
+            "start_warmup_step": self.start_warmup_step,
         }
 
 

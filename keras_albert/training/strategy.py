@@ -12,10 +12,10 @@ import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from urllib.parse import urlparse
 
-import keras
 import tensorflow as tf
 
 from keras_albert.cli import ToolError
+from keras_albert.training.options import PRECISIONS
 
 STRATEGY_NAMES = ("auto", "cpu", "one_device", "mirrored", "multi_worker", "tpu")
 DEVICE_KINDS = ("tpu", "gpu", "cpu")
@@ -103,37 +103,54 @@ def build_strategy(
 
 
 def choose_precision_policy(
-    strategy_or_device_kind: tf.distribute.Strategy | str, override: str | None = None
+    strategy_or_device_kind: tf.distribute.Strategy | str, precision: str | None = None
 ) -> str:
-    """The Keras dtype policy for the strategy's devices.
-
-    `"mixed_bfloat16"` on TPU, `"mixed_float16"` on GPU (Keras's `compile`
-    then wraps the optimizer in a `LossScaleOptimizer`), `"float32"` on CPU.
+    """The Keras dtype policy a run trains in: the one definition of `--precision`.
 
     Args:
-        strategy_or_device_kind: a strategy, or one of `"tpu"`, `"gpu"`,
-            `"cpu"`.
-        override: a Keras dtype policy name to use instead (e.g. `"float32"`
-            to turn mixed precision off); it is validated and returned.
+        strategy_or_device_kind: a strategy, or one of `"tpu"`, `"gpu"`, `"cpu"`.
+        precision: one of `PRECISIONS`:
+            - `None`: the device's default: `"mixed_bfloat16"` on TPU, `"mixed_float16"` on
+              GPU, `"float32"` on CPU.
+            - `"auto"`: the same, but `"mixed_bfloat16"` on a CPU whose instructions multiply
+              bfloat16 natively (AVX512-BF16 or AMX, `cpu_has_bfloat16`).
+            - `"float32"`, `"mixed_bfloat16"`, `"mixed_float16"`: that policy. Under either
+              mixed policy the variables (master weights) stay float32; the drivers wrap the
+              optimizer for float16's loss scaling (`keras_albert.training.loss_scale`).
 
     Returns:
-        The policy name, for `keras.mixed_precision.set_global_policy`.
+        The policy name, for the models' `dtype` (the drivers pass it; no global policy).
 
     Example:
 
     >>> choose_precision_policy("gpu")
     'mixed_float16'
+    >>> choose_precision_policy("gpu", "auto")
+    'mixed_float16'
     """
-    if override is not None:
-        try:
-            keras.DTypePolicy(override)
-        except ValueError as error:
-            raise ValueError(
-                f"`override` is not a Keras dtype policy: {override!r} ({error})"
-            ) from None
-        return override
+    if precision is not None and precision not in PRECISIONS:
+        raise ValueError(
+            f"`precision` must be one of {PRECISIONS} or None. Received: precision={precision!r}"
+        )
     kind = _device_kind(strategy_or_device_kind)
+    if precision not in (None, "auto"):
+        return precision
+    if kind == "cpu" and precision == "auto" and cpu_has_bfloat16():
+        return "mixed_bfloat16"
     return {"tpu": "mixed_bfloat16", "gpu": "mixed_float16", "cpu": "float32"}[kind]
+
+
+def cpu_has_bfloat16(cpuinfo: str = "/proc/cpuinfo") -> bool:
+    """Whether the CPU multiplies bfloat16 natively: the `avx512_bf16` or `amx_bf16` flag of
+    `cpuinfo` (Linux); False where it cannot be read."""
+    try:
+        with open(cpuinfo, encoding="utf-8") as file:
+            flags = next(
+                (line.partition(":")[2].split() for line in file if line.startswith("flags")), []
+            )
+    except OSError:
+        return False
+    return bool({"avx512_bf16", "amx_bf16"} & set(flags))
 
 
 def _device_kind(strategy_or_device_kind) -> str:
@@ -249,7 +266,7 @@ def num_workers(strategy: tf.distribute.Strategy) -> int:
 def resolve_jit_compile(jit_compile: bool | str, strategy: tf.distribute.Strategy) -> bool:
     """`"auto"`: XLA on GPUs and TPUs, not on a CPU (Keras's `"auto"` does the same)."""
     if jit_compile == "auto":
-        return choose_precision_policy(strategy) != "float32"
+        return _device_kind(strategy) != "cpu"
     return bool(jit_compile)
 
 

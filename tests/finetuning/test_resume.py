@@ -285,3 +285,36 @@ def test_resumed_from_an_earlier_checkpoint_ends_like_the_uninterrupted_run(
     ]
     for a, b in zip(*weights, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_a_float32_run_resumes_in_mixed_precision(config_path, tmp_path):
+    """The same interrupted NER run (step 3 of 8) resumed in mixed_bfloat16 and in
+    mixed_float16: the checkpoint (float32 weights, the unwrapped optimizer) loads under
+    either, the run goes on from step 3 and its losses follow the float32 run's."""
+    data, task_options, _ = _task_data("ner", tmp_path)
+    options = dict(
+        task="ner", train_data=data, eval_data=data, config=config_path,
+        vocabulary=ALBERT_SPM, batch_size=4, train_steps=8, epochs=2, learning_rate=1e-3,
+        checkpoint_every_steps=3, keep_checkpoints=10, verbose=0, **task_options,
+    )  # fmt: skip
+    reference = tmp_path / "reference"
+    finetune(FinetuningOptions(output_dir=str(reference), **options))
+    for precision in ("mixed_bfloat16", "mixed_float16"):
+        resumed = tmp_path / precision
+        shutil.copytree(reference, resumed)
+        (resumed / "checkpoints" / "checkpoint").write_text(
+            'model_checkpoint_path: "ckpt-3"\nall_model_checkpoint_paths: "ckpt-3"\n'
+        )
+        summary = finetune(
+            FinetuningOptions(output_dir=str(resumed), precision=precision, **options)
+        )
+        assert summary["resumed_from_step"] == 3 and summary["precision"] == precision
+        recorded = json.loads((resumed / "checkpoints" / "run.json").read_text())
+        assert recorded["precision"] == precision
+        expected, actual = history(reference), history(resumed)
+        assert [row["step"] for row in actual] == [row["step"] for row in expected]
+        for row, reference_row in zip(actual, expected, strict=True):
+            # Observed: within 2e-3 of float32 (both precisions).
+            assert abs(float(row["loss"]) - float(reference_row["loss"])) < 0.05, precision
+        best = keras.models.load_model(resumed / "best.keras")
+        assert best.backbone.dtype_policy.name == precision

@@ -203,3 +203,22 @@ def test_training_uses_dropout_and_inference_does_not():
 def test_pretrainer_rejects_other_backbones():
     with pytest.raises(ValueError, match="must be an AlbertBackbone"):
         AlbertPretrainer(keras.Sequential([keras.layers.Dense(2)]))
+
+
+def test_with_dtype_policy_copies_the_weights_under_the_new_policy():
+    inputs = random_inputs()
+    mixed = tiny_backbone(dtype="mixed_float16")
+    randomize(mixed, 0.5)
+    assert mixed.with_dtype_policy("mixed_float16") is mixed
+    single = mixed.with_dtype_policy("float32")
+    assert single is not mixed and single.dtype_policy.name == "float32"
+    assert single.albert_config == mixed.albert_config
+    for copied, original in zip(single.get_weights(), mixed.get_weights(), strict=True):
+        np.testing.assert_array_equal(copied, original)
+    outputs = to_numpy(single(inputs))["sequence_output"]
+    assert outputs.dtype == np.float32
+    np.testing.assert_allclose(
+        outputs, to_numpy(mixed(inputs))["sequence_output"].astype(np.float32), atol=0.05
+    )
+    bfloat16 = single.with_dtype_policy(keras.DTypePolicy("mixed_bfloat16"))
+    assert to_numpy(bfloat16(inputs))["sequence_output"].dtype.name == "bfloat16"

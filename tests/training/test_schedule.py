@@ -8,15 +8,17 @@ import tensorflow as tf
 from keras_albert.training.schedule import WarmupPolynomialDecay
 
 
-def albert_learning_rate(step, init_lr, num_train_steps, num_warmup_steps, end_lr=0.0, power=1.0):
+def albert_learning_rate(
+    step, init_lr, num_train_steps, num_warmup_steps, end_lr=0.0, power=1.0, start_warmup_step=0
+):
     """optimization.create_optimizer: tf.train.polynomial_decay(cycle=False) over
-    the global step, replaced by init_lr * step / num_warmup_steps while
-    step < num_warmup_steps (start_warmup_step = 0)."""
+    the global step, replaced by init_lr * (step - start_warmup_step) / num_warmup_steps
+    while step - start_warmup_step < num_warmup_steps."""
     decay_step = min(step, num_train_steps)
     learning_rate = (init_lr - end_lr) * (1 - decay_step / num_train_steps) ** power + end_lr
     if num_warmup_steps:
-        is_warmup = float(step < num_warmup_steps)
-        warmup_learning_rate = init_lr * (step / num_warmup_steps)
+        is_warmup = float(step - start_warmup_step < num_warmup_steps)
+        warmup_learning_rate = init_lr * ((step - start_warmup_step) / num_warmup_steps)
         learning_rate = (1.0 - is_warmup) * learning_rate + is_warmup * warmup_learning_rate
     return learning_rate
 
@@ -49,6 +51,22 @@ def test_matches_albert_formula(peak, warmup, total, end, power):
         expected = albert_learning_rate(step, peak, total, warmup, end, power)
         actual = float(schedule(step))
         assert actual == pytest.approx(expected, rel=1e-5, abs=1e-12), (label, step)
+
+
+@pytest.mark.parametrize("start", [5, 40])
+def test_warmup_from_a_later_step_matches_albert_formula_from_that_step_on(start):
+    peak, warmup, total, power = 1e-3, 20, 200, 2.0
+    schedule = WarmupPolynomialDecay(peak, warmup, total, power=power, start_warmup_step=start)
+    for step in (start, start + 1, start + warmup // 2, start + warmup - 1, start + warmup,
+                 (start + total) // 2, total, total + 3):  # fmt: skip
+        expected = albert_learning_rate(step, peak, total, warmup, power=power,
+                                        start_warmup_step=start)  # fmt: skip
+        assert float(schedule(step)) == pytest.approx(expected, rel=1e-5, abs=1e-12), step
+    # Before the warmup starts the original's rate is negative; ours is 0.
+    assert albert_learning_rate(start - 1, peak, total, warmup, start_warmup_step=start) < 0
+    assert float(schedule(start - 1)) == 0.0 and float(schedule(0)) == 0.0
+    with pytest.raises(ValueError, match="start_warmup_step=-1"):
+        WarmupPolynomialDecay(peak, warmup, total, start_warmup_step=-1)
 
 
 def test_landmark_values_by_hand():
@@ -100,6 +118,7 @@ def test_config_round_trip():
         "end_learning_rate": 1e-6,
         "power": 2.0,
         "name": "lr",
+        "start_warmup_step": 0,
     }
     restored = keras.optimizers.schedules.deserialize(
         keras.optimizers.schedules.serialize(schedule)

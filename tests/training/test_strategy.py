@@ -283,11 +283,34 @@ def test_precision_policy_per_device_kind():
     assert choose_precision_policy(tf.distribute.OneDeviceStrategy("/gpu:0")) == "mixed_float16"
 
 
-def test_precision_policy_override():
-    assert choose_precision_policy("gpu", override="float32") == "float32"
-    assert choose_precision_policy("cpu", override="mixed_bfloat16") == "mixed_bfloat16"
-    with pytest.raises(ValueError, match="'float17'"):
-        choose_precision_policy("cpu", override="float17")
+def test_precision_policy_choices():
+    assert choose_precision_policy("gpu", "float32") == "float32"
+    assert choose_precision_policy("cpu", "mixed_bfloat16") == "mixed_bfloat16"
+    assert choose_precision_policy("cpu", "mixed_float16") == "mixed_float16"
+    assert choose_precision_policy("tpu", "auto") == "mixed_bfloat16"
+    assert choose_precision_policy("gpu", "auto") == "mixed_float16"
+    with pytest.raises(ValueError, match="precision='float17'"):
+        choose_precision_policy("cpu", "float17")
+    with pytest.raises(ValueError, match="precision='bfloat16'"):  # not a training policy
+        choose_precision_policy("cpu", "bfloat16")
+
+
+def test_auto_precision_on_a_cpu_follows_its_bfloat16_instructions(tmp_path, monkeypatch):
+    with_bf16 = tmp_path / "bf16"
+    with_bf16.write_text("model name\t: X\nflags\t\t: fpu avx512f avx512_bf16\n")
+    with_amx = tmp_path / "amx"
+    with_amx.write_text("flags\t\t: fpu amx_tile amx_bf16\n")
+    without = tmp_path / "none"
+    without.write_text("flags\t\t: fpu avx2 avx512f\n")
+    assert strategy_module.cpu_has_bfloat16(str(with_bf16))
+    assert strategy_module.cpu_has_bfloat16(str(with_amx))
+    assert not strategy_module.cpu_has_bfloat16(str(without))
+    assert not strategy_module.cpu_has_bfloat16(str(tmp_path / "missing"))
+    real = strategy_module.cpu_has_bfloat16
+    for path, expected in ((with_bf16, "mixed_bfloat16"), (without, "float32")):
+        monkeypatch.setattr(strategy_module, "cpu_has_bfloat16", lambda p=str(path): real(p))
+        assert choose_precision_policy("cpu", "auto") == expected
+        assert choose_precision_policy("cpu") == "float32"  # the default stays float32
 
 
 @pytest.mark.parametrize("value, error", [("npu", ValueError), (3, TypeError)])

@@ -243,6 +243,7 @@ def pretraining_options(options: MainJobOptions):
         eval_every_steps=every,
         steps_per_execution=steps_per_execution,
         jit_compile=options.jit_compile,
+        precision=options.precision,
         seed=options.seed,
     )
 
@@ -326,6 +327,7 @@ def finetuning_options(options: MainJobOptions, from_scratch: bool, *, task="SST
         pad_to_multiple_of=options.finetune_pad_to_multiple_of,
         group_by_length=options.finetune_group_by_length,
         jit_compile=options.jit_compile,
+        precision=options.precision,
         **start,
         **run,
     )
@@ -400,6 +402,7 @@ def _summary(options: MainJobOptions, results: dict, seconds: float) -> dict:
     serving = results["serving"]
     summary = {
         "smoke_run": options.smoke,
+        "precision": results["pretraining"]["summary"].get("precision"),
         "pretraining_held_out": results["pretraining"]["summary"].get("eval"),
         "finetune_seeds": list(options.finetune_seeds),
         "sst2_dev": sides,
@@ -471,6 +474,7 @@ def summary_text(summary: dict) -> str:
             "--quick for the measured job)"
         )
     lines += [
+        f"precision: {summary.get('precision') or 'n/a'}",
         f"pretraining, held out: MLM accuracy {_round(held_out.get('mlm_accuracy'))}, "
         f"SOP accuracy {_round(held_out.get('sop_accuracy'))}",
         f"SST-2 dev accuracy after fine-tuning, mean [min, max] of {seeds} seed(s): pretrained "

@@ -1,0 +1,35 @@
+"""benchmarks/accelerator_checklist.py in its CPU mode (`--tiny`): every configuration runs,
+the JSON holds a rate and an MFU for each, and the mixed-precision losses follow float32's."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = REPO_ROOT / "benchmarks" / "accelerator_checklist.py"
+
+
+def test_tiny_mode_measures_every_configuration_and_checks_the_losses(tmp_path):
+    output = tmp_path / "checklist.json"
+    env = {key: value for key, value in os.environ.items() if key != "TF_CONFIG"}
+    env["PYTHONPATH"] = str(REPO_ROOT)
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), "--tiny", "--results-json", str(output)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    results = json.loads(output.read_text())["results"]
+    assert set(results["throughput"]) == {
+        "mixed_float16", "mixed_float16_xla", "mixed_bfloat16", "mixed_bfloat16_xla"
+    }  # fmt: skip
+    for entry in results["throughput"].values():
+        assert entry["sequences_per_second"] > 0 and 0 < entry["mfu"] < 1
+    for policy in ("mixed_float16", "mixed_bfloat16"):
+        check = results["convergence"][policy]
+        assert check["passed"] and len(check["losses"]) == 6
+        # The same start and a falling curve: both runs trained the same model.
+        assert abs(check["losses"][0] - check["float32_losses"][0]) < 0.01
+        assert check["losses"][-1] < check["losses"][0]
+        assert 0 < check["max_difference"] <= 0.1
