@@ -38,8 +38,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 
 from keras_albert import AlbertBackbone, AlbertClassifier  # noqa: E402
+from keras_albert.cpu import cpu_features  # noqa: E402
 from keras_albert.export import export_saved_model  # noqa: E402
-from keras_albert.export.precision import cpu_features  # noqa: E402
 from keras_albert.export.serving_layout import BatchingParameters  # noqa: E402
 from keras_albert.text.tokenizer import AlbertTokenizer  # noqa: E402
 

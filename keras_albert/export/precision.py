@@ -37,7 +37,7 @@ signatures (a SavedModel has no variables then; TF Serving needs none).
 trained depth: see `AlbertBackbone.at_depth`.
 
 Whether a precision is faster depends on the CPU: bfloat16 matrix multiplies only beat float32
-with AVX512-BF16 or AMX kernels. `cpu_features()` says what this
+with AVX512-BF16 or AMX kernels. `keras_albert.cpu.cpu_features()` says what this
 machine has; `benchmarks/inference_precision.py` measures it.
 """
 
@@ -51,16 +51,6 @@ from keras_albert.models import AlbertBackbone
 from keras_albert.validation import require_one_of
 
 PRECISIONS = ("float32", "bfloat16")
-# The CPU features that make low-precision (bfloat16; int8 for other engines) matrix
-# multiplies faster than float32.
-FAST_LOW_PRECISION_FEATURES = (
-    "avx512f",
-    "avx512_bf16",
-    "avx512_vnni",
-    "avx_vnni",
-    "amx_bf16",
-    "amx_int8",
-)
 
 
 def backbone_of(model: keras.Model) -> AlbertBackbone:
@@ -132,23 +122,3 @@ class ModelCall:
         constants = [(w, tf.constant(v)) for w, v in zip(weights, values, strict=True)]
         with keras.StatelessScope(state_mapping=constants), constant_weights():
             return self._function(inputs)
-
-
-def cpu_features(path: str = "/proc/cpuinfo") -> dict:
-    """The CPU model name and which of `FAST_LOW_PRECISION_FEATURES` it has (Linux only)."""
-    try:
-        with open(path, encoding="utf-8") as file:
-            text = file.read()
-    except OSError:
-        return {"model_name": "unknown", "flags": {}}
-    model_name, flags = "unknown", set()
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        if key.strip() == "model name" and model_name == "unknown":
-            model_name = value.strip()
-        elif key.strip() == "flags" and not flags:
-            flags = set(value.split())
-    return {
-        "model_name": model_name,
-        "flags": {name: name in flags for name in ("avx2", "fma", *FAST_LOW_PRECISION_FEATURES)},
-    }

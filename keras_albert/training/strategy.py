@@ -15,6 +15,7 @@ from urllib.parse import urlparse
 import tensorflow as tf
 
 from keras_albert.cli import ToolError
+from keras_albert.cpu import cpu_has_bfloat16
 from keras_albert.training.options import PRECISIONS
 
 STRATEGY_NAMES = ("auto", "cpu", "one_device", "mirrored", "multi_worker", "tpu")
@@ -138,19 +139,6 @@ def choose_precision_policy(
     if kind == "cpu" and precision == "auto" and cpu_has_bfloat16():
         return "mixed_bfloat16"
     return {"tpu": "mixed_bfloat16", "gpu": "mixed_float16", "cpu": "float32"}[kind]
-
-
-def cpu_has_bfloat16(cpuinfo: str = "/proc/cpuinfo") -> bool:
-    """Whether the CPU multiplies bfloat16 natively: the `avx512_bf16` or `amx_bf16` flag of
-    `cpuinfo` (Linux); False where it cannot be read."""
-    try:
-        with open(cpuinfo, encoding="utf-8") as file:
-            flags = next(
-                (line.partition(":")[2].split() for line in file if line.startswith("flags")), []
-            )
-    except OSError:
-        return False
-    return bool({"avx512_bf16", "amx_bf16"} & set(flags))
 
 
 def _device_kind(strategy_or_device_kind) -> str:

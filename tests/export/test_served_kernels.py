@@ -18,8 +18,8 @@ import tensorflow as tf
 from tensorflow.core.protobuf import config_pb2
 
 from keras_albert import AlbertBackbone, AlbertClassifier
+from keras_albert.cpu import cpu_features
 from keras_albert.export import export_saved_model
-from keras_albert.export.precision import cpu_features
 from keras_albert.text.tokenizer import AlbertTokenizer
 from tests.layers.served_kernels import needs_onednn
 from tests.text.text_data import ALBERT_MODEL
