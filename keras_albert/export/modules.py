@@ -106,3 +106,28 @@ def export_saved_model(
     )
     module.save(export_dir)
     return module
+
+
+def load_for_export(
+    checkpoint: str | os.PathLike,
+    vocabulary: str | os.PathLike | None = None,
+    model_kind: str | None = None,
+    config=None,
+    num_classes: int | None = None,
+    lowercase: bool | None = None,
+    strip_accents: bool | None = None,
+) -> tuple[keras.Model, AlbertTokenizer]:
+    """The model and tokenizer every export of a checkpoint writes (SavedModel, TFLite, TF-Hub).
+
+    `checkpoint` is any form `keras_albert.convert.load_checkpoint` reads (`model_kind`,
+    `config` and `num_classes` are its `model`, `config` and `num_classes`); `vocabulary` (a
+    SentencePiece model or a WordPiece vocabulary) defaults to the one found beside it, and is
+    required before anything is loaded (`require_vocabulary`); `lowercase` and `strip_accents`
+    default to what the checkpoint's run recorded (`resolve_normalization`).
+    """
+    from keras_albert.convert import load_checkpoint, require_vocabulary, resolve_normalization
+
+    vocabulary = require_vocabulary(checkpoint, vocabulary)
+    model = load_checkpoint(checkpoint, model=model_kind, config=config, num_classes=num_classes)
+    normalization = resolve_normalization(checkpoint, lowercase, strip_accents)
+    return model, AlbertTokenizer(vocabulary, **normalization)

@@ -31,7 +31,7 @@ from google.protobuf import text_format
 from tensorflow_serving.apis import prediction_log_pb2, regression_pb2
 from tensorflow_serving.config import model_server_config_pb2
 
-from keras_albert.export.modules import serving_module
+from keras_albert.export.modules import load_for_export, serving_module
 from keras_albert.export.requests import (
     classify_request,
     predict_request,
@@ -419,16 +419,13 @@ def export_checkpoint(
     (`keras_albert.convert.resolve_normalization`); `options` are `export_for_serving`'s
     keyword arguments.
     """
-    from keras_albert.convert import load_checkpoint, require_vocabulary, resolve_normalization
-
-    vocabulary = require_vocabulary(checkpoint, vocabulary)
     if warmup_file is not None:
         texts, pairs = read_warmup_texts(warmup_file)
         options["warmup_texts"] = texts
         if options.get("text_pair"):
             options["warmup_text_pairs"] = pairs
-    model = load_checkpoint(checkpoint, model=model_kind, config=config, num_classes=num_classes)
+    model, tokenizer = load_for_export(
+        checkpoint, vocabulary, model_kind, config, num_classes, lowercase, strip_accents
+    )
     own = (task_options or {}).get(model_task(model))
-    normalization = resolve_normalization(checkpoint, lowercase, strip_accents)
-    tokenizer = AlbertTokenizer(vocabulary, **normalization)
     return export_for_serving(model, tokenizer, task_options=own, **options)

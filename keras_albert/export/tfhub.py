@@ -40,6 +40,7 @@ import keras
 import tensorflow as tf
 
 from keras_albert.convert.model_garden import CONFIG_ASSET
+from keras_albert.export.modules import load_for_export
 from keras_albert.export.saved_model import (
     Untracked,
     captured_variables,
@@ -278,11 +279,8 @@ def export_tfhub_checkpoint(
     (`keras_albert.convert.require_vocabulary`), `lowercase` and `strip_accents` to what its
     run recorded; `model_kind` and `config` are `load_checkpoint`'s `model` and `config`.
     """
-    from keras_albert.convert import load_checkpoint, require_vocabulary, resolve_normalization
-
-    vocabulary = require_vocabulary(checkpoint, vocabulary)
     require_model_name(name)
-    model = load_checkpoint(checkpoint, model=model_kind, config=config)
-    normalization = resolve_normalization(checkpoint, lowercase, strip_accents)
-    tokenizer = AlbertTokenizer(vocabulary, **normalization)
+    model, tokenizer = load_for_export(
+        checkpoint, vocabulary, model_kind, config, lowercase=lowercase, strip_accents=strip_accents
+    )
     return export_tfhub(model, tokenizer, os.path.join(os.fspath(base_dir), name), sequence_length)

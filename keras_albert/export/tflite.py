@@ -36,7 +36,7 @@ import os
 import keras
 import tensorflow as tf
 
-from keras_albert.export.modules import serving_module
+from keras_albert.export.modules import load_for_export, serving_module
 from keras_albert.export.saved_model import SENTENCEPIECE_ASSET, VOCABULARY_ASSET, model_task
 from keras_albert.export.serving_layout import require_model_name
 from keras_albert.text.tokenizer import AlbertTokenizer
@@ -114,12 +114,10 @@ def export_tflite_checkpoint(
     `load_checkpoint`'s `model`, `config` and `num_classes`; `task_options` maps a task
     ("multiple_choice", ...) to its options, of which the loaded model's task takes its own.
     """
-    from keras_albert.convert import load_checkpoint, require_vocabulary, resolve_normalization
-
-    vocabulary = require_vocabulary(checkpoint, vocabulary)
     require_model_name(name)
-    model = load_checkpoint(checkpoint, model=model_kind, config=config, num_classes=num_classes)
-    tokenizer = AlbertTokenizer(vocabulary, **resolve_normalization(checkpoint))
+    model, tokenizer = load_for_export(
+        checkpoint, vocabulary, model_kind=model_kind, config=config, num_classes=num_classes
+    )
     own = (task_options or {}).get(model_task(model))
     export_dir = os.path.join(os.fspath(base_dir), name)
     return export_tflite(model, tokenizer, export_dir, task_options=own, precision=precision)
