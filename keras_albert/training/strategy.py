@@ -17,6 +17,7 @@ import tensorflow as tf
 from keras_albert.cli import ToolError
 from keras_albert.cpu import cpu_has_bfloat16
 from keras_albert.training.options import PRECISIONS
+from keras_albert.validation import require_one_of
 
 STRATEGY_NAMES = ("auto", "cpu", "one_device", "mirrored", "multi_worker", "tpu")
 DEVICE_KINDS = ("tpu", "gpu", "cpu")
@@ -129,10 +130,7 @@ def choose_precision_policy(
     >>> choose_precision_policy("gpu", "auto")
     'mixed_float16'
     """
-    if precision is not None and precision not in PRECISIONS:
-        raise ValueError(
-            f"`precision` must be one of {PRECISIONS} or None. Received: precision={precision!r}"
-        )
+    require_one_of("precision", precision, (None, *PRECISIONS))
     kind = _device_kind(strategy_or_device_kind)
     if precision not in (None, "auto"):
         return precision
