@@ -161,15 +161,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {path}")
         return 0
     path = export_checkpoint(
-        options.checkpoint,
-        options.vocabulary,
+        **_checkpoint_arguments(options),
         lowercase=options.lowercase,
         strip_accents=options.strip_accents,
         num_classes=options.num_classes,
-        model_kind=options.model,
-        config=options.config,
-        base_dir=options.output_dir,
-        name=options.name,
         version=options.version,
         text_pair=options.pair,
         max_sequence_length=options.max_sequence_length,
@@ -209,25 +204,28 @@ def _require_format_options(options: ExportOptions) -> None:
             )
 
 
+def _checkpoint_arguments(options: ExportOptions) -> dict:
+    """What every format's export reads the same way: the checkpoint, its tokenizer and
+    architecture, and where the export goes."""
+    return {
+        "checkpoint": options.checkpoint,
+        "vocabulary": options.vocabulary,
+        "model_kind": options.model,
+        "config": options.config,
+        "base_dir": options.output_dir,
+        "name": options.name,
+    }
+
+
 _EXPORTERS = {
     "tflite": lambda options: export_tflite_checkpoint(
-        options.checkpoint,
-        options.vocabulary,
-        base_dir=options.output_dir,
-        name=options.name,
-        model_kind=options.model,
-        config=options.config,
+        **_checkpoint_arguments(options),
         num_classes=options.num_classes,
         task_options={"multiple_choice": {"num_choices": options.num_choices}},
         precision=options.precision,
     ),
     "tfhub": lambda options: export_tfhub_checkpoint(
-        options.checkpoint,
-        options.vocabulary,
-        base_dir=options.output_dir,
-        name=options.name,
-        model_kind=options.model,
-        config=options.config,
+        **_checkpoint_arguments(options),
         lowercase=options.lowercase,
         strip_accents=options.strip_accents,
         sequence_length=options.max_sequence_length,
