@@ -31,6 +31,12 @@ def constant_weights():
         _serving.depth = depth
 
 
+def served() -> bool:
+    """Whether a served model is being traced (within `constant_weights`): where the layers
+    may take a form only TensorFlow's served (oneDNN) kernels compute exactly."""
+    return bool(getattr(_serving, "depth", 0))
+
+
 @keras.saving.register_keras_serializable(package="keras_albert")
 class LayerNorm(keras.layers.LayerNormalization):
     """`keras.layers.LayerNormalization` (same weights and names); under a 16-bit compute
@@ -72,7 +78,7 @@ class LayerNorm(keras.layers.LayerNormalization):
         # fuse: served, their values are written into the branch as its own constants.
         weights = self._float32_weights()
         values = [None, None]
-        if getattr(_serving, "depth", 0):
+        if served():
             values = [tf.get_static_value(weight) for weight in weights]
 
         def fused():

@@ -14,8 +14,10 @@ from keras_albert.layers import (
     SentenceOrderHead,
     TransformerEncoder,
 )
+from keras_albert.layers.layer_norm import constant_weights
 from tests.export.serving_harness import integer_transposes
 from tests.helpers import check_layer_roundtrips, random_inputs
+from tests.layers.served_kernels import needs_onednn, served_kernels
 
 EPSILON = 1e-12
 
@@ -105,6 +107,43 @@ def test_self_attention_matches_formula_and_ignores_padding(tmp_path):
 def test_self_attention_needs_divisible_heads():
     with pytest.raises(ValueError, match="hidden_dim=10, num_heads=3"):
         SelfAttention(num_heads=3)(np.ones((1, 2, 10), "float32"))
+
+
+class _Probabilities(keras.layers.Layer):
+    """The attention softmax of a bfloat16 `SelfAttention`, of scores given in float32."""
+
+    def __init__(self, attention):
+        super().__init__(dtype="bfloat16", name="probabilities")
+        self.attention = attention
+
+    def call(self, scores):
+        return self.attention._softmax(ops.cast(scores, "bfloat16"))
+
+
+@needs_onednn
+def test_served_bfloat16_softmax_is_the_float32_softmax_rounded_once():
+    # Served, the bfloat16 scores go to one softmax kernel without the casts to float32 and
+    # back; oneDNN's computes in float32, so the probabilities are the same bits.
+    rng = np.random.default_rng(4)
+    scores = rng.normal(0, 3, (2, 3, 40, 40)).astype("float32")
+    scores[1, :, :, 30:] -= 10000.0  # padded keys
+    attention = SelfAttention(num_heads=3, dtype="bfloat16")
+    layer = _Probabilities(attention)
+    with constant_weights():  # as served: no casts between the scores and the probabilities
+        spec = tf.TensorSpec([None] * 4, "bfloat16")
+        graph = tf.function(attention._softmax).get_concrete_function(spec).graph
+    assert {op.type for op in graph.get_operations()} == {"Placeholder", "Softmax", "Identity"}
+    kernels, served = served_kernels(layer, scores)
+    assert "_MklSoftmax" in kernels, sorted(kernels)
+    trained = layer(scores)  # outside serving: the explicit float32 softmax
+    exact = keras.ops.softmax(ops.cast(ops.cast(scores, "bfloat16"), "float32"), axis=-1)
+    np.testing.assert_array_equal(
+        np.asarray(ops.cast(trained, "float32")),
+        np.asarray(ops.cast(ops.cast(exact, "bfloat16"), "float32")),
+    )
+    np.testing.assert_array_equal(
+        np.asarray(ops.cast(served, "float32")), np.asarray(ops.cast(trained, "float32"))
+    )
 
 
 def test_feedforward_matches_formula(tmp_path):
