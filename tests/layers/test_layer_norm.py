@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_albert.layers.layer_norm import FUSED_MIN_ROWS, LayerNorm
+from keras_albert.layers.layer_norm import FUSED_MIN_ROWS, LayerNorm, constant_weights
 from tests.layers.served_kernels import needs_onednn, served_kernels
 
 FEW, MANY = (2, 7), (2, FUSED_MIN_ROWS)  # rows below the fused kernel's threshold, and above
@@ -115,3 +115,20 @@ def test_gradients_of_constant_weights_outside_serving_equal_keras(rows):
     for ours_gradient, keras_gradient in zip(gradients(ours), gradients(theirs), strict=True):
         np.testing.assert_allclose(ours_gradient, keras_gradient, rtol=2e-2, atol=1e-3 * x.size)
         assert np.abs(ours_gradient).max() > 1.0
+
+
+@needs_onednn
+def test_served_bfloat16_fused_kernel_takes_the_bfloat16_rows_without_casts():
+    # Served in bfloat16, the fused branch computes on the bfloat16 rows and γ, β themselves;
+    # oneDNN's kernel computes in float32 inside and rounds once.
+    x, (layer, theirs) = _pair("bfloat16", width=64, rows=MANY)
+    kernels, served = served_kernels(layer, x)
+    assert "_MklLayerNorm" in kernels, sorted(kernels)
+    _assert_one_rounding_apart(_as_float32(served), _as_float32(theirs(x)), "bfloat16")
+    spec = tf.TensorSpec([None, None, 64], "bfloat16")
+    with constant_weights():
+        graph = tf.function(layer).get_concrete_function(spec).graph
+    # ops.cond(fewer than FUSED_MIN_ROWS, Keras's graph, the fused one): the false branch
+    (fused,) = [f.graph for name, f in graph._functions.items() if "cond_false" in name]
+    types = {op.type for op in fused.get_operations()}
+    assert "Cast" not in types and "Rsqrt" in types, sorted(types)
