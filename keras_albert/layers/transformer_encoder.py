@@ -142,7 +142,7 @@ class SelfAttention(keras.layers.Layer):
         context = ops.matmul(probabilities, value)  # (batch, heads, seq, head_dim)
         context = ops.reshape(ops.transpose(context, (0, 2, 1, 3)), ops.shape(tokens))
         attention_output = self.output_dropout(self.output_dense(context), training=training)
-        return self.layer_norm(inputs + ops.reshape(attention_output, ops.shape(inputs)))
+        return self.layer_norm(ops.reshape(tokens + attention_output, ops.shape(inputs)))
 
     def _softmax(self, scores):
         """The attention probabilities, in the compute dtype, computed in float32.
@@ -232,9 +232,10 @@ class FeedForward(keras.layers.Layer):
         self.layer_norm.build(inputs_shape)
 
     def call(self, inputs, training=None):
-        x = self.activation_function(self.intermediate_dense(_tokens(inputs)))  # (tokens, I)
+        tokens = _tokens(inputs)
+        x = self.activation_function(self.intermediate_dense(tokens))  # (tokens, I)
         x = self.output_dropout(self.output_dense(x), training=training)
-        return self.layer_norm(inputs + ops.reshape(x, ops.shape(inputs)))
+        return self.layer_norm(ops.reshape(tokens + x, ops.shape(inputs)))
 
     def compute_output_shape(self, inputs_shape):
         return inputs_shape

@@ -36,15 +36,17 @@ SIZES = dict(
 # written (AMD EPYC, AVX-512, AVX512-BF16, TF 2.21): float32 54 at any row count (two
 # element-wise LayerNorms of about ten kernels each); bfloat16 92 at 17 rows (the LayerNorm's
 # conditional on the row count adds its branch kernels, and every bfloat16 ↔ float32 cast is
-# one) and 62 at 1,024 rows (each LayerNorm one fused kernel). Session 40: 90 and 56, the
-# softmax and the fused LayerNorms taking their bfloat16 inputs without casts. The budget is the count itself:
+# one) and 62 at 1,024 rows (each LayerNorm one fused kernel). Session 40: the softmax and
+# the fused LayerNorms take their bfloat16 inputs without casts, and the residual is added to
+# the feed-forward's 2-D output, which the multiply's kernel fuses: float32 53, bfloat16 89
+# and 55. The budget is the count itself:
 # fewer is progress (lower it), more fails.
 SHAPES = [(1, 17), (8, 128)]
 BUDGET = {
-    ("float32", 1, 17): 54,
-    ("float32", 8, 128): 54,
-    ("bfloat16", 1, 17): 90,
-    ("bfloat16", 8, 128): 56,
+    ("float32", 1, 17): 53,
+    ("float32", 8, 128): 53,
+    ("bfloat16", 1, 17): 89,
+    ("bfloat16", 8, 128): 55,
 }
 PRECISIONS = ("float32", "bfloat16")
 FUSED_MULTIPLIES_PER_PASS = 4  # Q/K/V as one, the attention output, the two feed-forward
