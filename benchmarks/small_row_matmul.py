@@ -1,0 +1,167 @@
+"""ALBERT-base's 48 matrix multiplies of one call at few rows: TensorFlow's kernels against ONNX
+Runtime's, nothing else in the graph.
+
+Run by hand (needs the test extra: onnx, onnxruntime):
+    python benchmarks/small_row_matmul.py --rows 1,8,17,32,64 --rounds 5
+
+A served batch-1 request of 17 tokens spends most of its time in the shared block's four
+multiplies per pass (Q/K/V 768 × 2304, attention output 768 × 768, feed-forward 768 × 3072 and
+3072 × 768) applied 12 times (docs/precision.md). This times exactly that chain — each pass's
+output fed to the next, the weights graph constants shared by the 12 passes, as our exports
+hold them — in ONE process, interleaved rounds:
+- TensorFlow float32 and bfloat16, a v1 session over a graph (Grappler and the oneDNN rewrite
+  run as when TF Serving loads a SavedModel: `_MklNativeFusedMatMul`), biases added and fused;
+- ONNX Runtime float32 (MLAS), the same chain as an ONNX graph (`MatMul` + `Add`, which its
+  optimizer fuses into `Gemm`/`FusedMatMul`), the same weights, all graph optimizations.
+Prints ms per chain, GFLOP/s and the fraction of TensorFlow's GEMM roof measured in the same
+run (`roofs.gemm_roof`). If ONNX Runtime's chain is faster at 17 rows than TensorFlow's, no
+graph change around the multiplies can win batch 1 against it with TensorFlow's kernels.
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from roofs import gemm_roof  # noqa: E402
+
+from keras_albert.cpu import cpu_features  # noqa: E402
+
+SHAPES = [(768, 2304), (768, 768), (768, 3072), (3072, 768)]  # (inner, columns) per pass
+PASSES = 12
+
+
+def chain_flops(rows: int) -> float:
+    return 2.0 * rows * PASSES * sum(inner * columns for inner, columns in SHAPES)
+
+
+def _weights(seed: int = 0):
+    rng = np.random.default_rng(seed)
+    return [
+        (rng.normal(0, 0.02, shape).astype(np.float32), rng.normal(0, 0.02, shape[1]))
+        for shape in SHAPES
+    ]
+
+
+class TensorFlowChain:
+    def __init__(self, rows: int, dtype: str):
+        graph = tf.Graph()
+        with graph.as_default():
+            self.input = tf.compat.v1.placeholder(tf.float32, (rows, 768))
+            weights = [
+                (tf.constant(kernel, dtype=dtype), tf.constant(bias.astype(np.float32), dtype))
+                for kernel, bias in _weights()
+            ]
+            x = tf.cast(self.input, dtype)
+            for _ in range(PASSES):
+                (qkv, qkv_b), (out, out_b), (up, up_b), (down, down_b) = weights
+                projected = tf.nn.bias_add(tf.matmul(x, qkv), qkv_b)
+                attended = tf.nn.bias_add(tf.matmul(projected[:, :768], out), out_b)
+                hidden = tf.nn.bias_add(tf.matmul(attended, up), up_b)
+                x = tf.nn.bias_add(tf.matmul(hidden, down), down_b)
+            self.output = tf.cast(x, tf.float32)
+        self.session = tf.compat.v1.Session(graph=graph)
+
+    def __call__(self, x):
+        return self.session.run(self.output, {self.input: x})
+
+
+class OnnxChain:
+    def __init__(self, rows: int, directory: str):
+        import onnx
+        import onnxruntime
+        from onnx import TensorProto, helper, numpy_helper
+
+        initializers, nodes, name = [], [], "x"
+        for index, (kernel, bias) in enumerate(_weights()):
+            initializers += [
+                numpy_helper.from_array(kernel, f"w{index}"),
+                numpy_helper.from_array(bias.astype(np.float32), f"b{index}"),
+            ]
+        for step in range(PASSES):
+            for index in range(len(SHAPES)):
+                source = name
+                if index == 1:  # the attention output reads the first 768 of Q/K/V's columns
+                    nodes.append(helper.make_node("Slice", [name, "s0", "s1", "s2"], [f"c{step}"]))
+                    source = f"c{step}"
+                nodes.append(
+                    helper.make_node("MatMul", [source, f"w{index}"], [f"m{step}_{index}"])
+                )
+                name = f"y{step}_{index}"
+                nodes.append(helper.make_node("Add", [f"m{step}_{index}", f"b{index}"], [name]))
+        initializers += [
+            numpy_helper.from_array(np.array(values, np.int64), key)
+            for key, values in (("s0", [0]), ("s1", [768]), ("s2", [1]))
+        ]
+        nodes.append(helper.make_node("Identity", [name], ["y"]))
+        graph = helper.make_graph(
+            nodes,
+            "chain",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [rows, 768])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [rows, 768])],
+            initializers,
+        )
+        path = os.path.join(directory, f"chain_{rows}.onnx")
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+        options = onnxruntime.SessionOptions()
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+        self.session = onnxruntime.InferenceSession(
+            path, options, providers=["CPUExecutionProvider"]
+        )
+
+    def __call__(self, x):
+        return self.session.run(["y"], {"x": x})[0]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", default="1,8,17,32,64", help="row counts (tokens) to time")
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds")
+    parser.add_argument("--steps", type=int, default=20, help="timed chains per round")
+    args = parser.parse_args()
+    features = cpu_features()
+    print(f"CPU: {features['model_name']}; flags {features['flags']}; load {os.getloadavg()}")
+    roofs = {dtype: gemm_roof(dtype, seconds=2.0) for dtype in ("float32", "bfloat16")}
+    print(f"GEMM roof: float32 {roofs['float32']:.0f}, bfloat16 {roofs['bfloat16']:.0f} GFLOP/s")
+    directory = tempfile.mkdtemp()
+    for rows in [int(value) for value in args.rows.split(",")]:
+        engines = {
+            "TensorFlow float32": TensorFlowChain(rows, "float32"),
+            "TensorFlow bfloat16": TensorFlowChain(rows, "bfloat16"),
+            "ONNX Runtime float32": OnnxChain(rows, directory),
+        }
+        x = np.random.default_rng(1).normal(size=(rows, 768)).astype(np.float32)
+        reference = engines["TensorFlow float32"](x)
+        np.testing.assert_allclose(engines["ONNX Runtime float32"](x), reference, atol=1e-4)
+        times = {name: [] for name in engines}
+        for _ in range(args.rounds):
+            for name, engine in engines.items():
+                for _ in range(3):  # untimed: caches and the previous engine's threads
+                    engine(x)
+                for _ in range(args.steps):
+                    start = time.perf_counter()
+                    engine(x)
+                    times[name].append(time.perf_counter() - start)
+        print(f"\n{rows} rows, {chain_flops(rows) / 1e9:.2f} GFLOP per chain:")
+        onnx_ms = statistics.median(times["ONNX Runtime float32"]) * 1e3
+        for name, values in times.items():
+            ms = statistics.median(values) * 1e3
+            rate = chain_flops(rows) / ms / 1e6
+            roof = roofs["bfloat16" if "bfloat16" in name else "float32"]
+            print(
+                f"  {name:22s} {ms:6.2f} ms  {rate:5.0f} GFLOP/s  {rate / roof:.2f} of its roof"
+                f"  x{onnx_ms / ms:.2f} ONNX Runtime's speed"
+            )
+    print(f"\nload at the end {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()
