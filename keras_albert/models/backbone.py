@@ -167,8 +167,10 @@ class AlbertBackbone(keras.Model):
     def call(self, inputs, training=None, mask=None, **kwargs):
         if self.compute_dtype == self.variable_dtype:  # float32, or served in bfloat16
             return super().call(inputs, training=training, mask=mask, **kwargs)
-        shared = [weight for layer in self.encoder_layers for weight in layer.weights]
-        with cast_once(shared, self.compute_dtype):
+        # The shared blocks' (and, with sharing="attention" or "ffn", the unshared halves'),
+        # each cast once here for all the passes that read it.
+        weights = [weight for layer in self.encoder_layers for weight in layer.weights]
+        with cast_once(weights, self.compute_dtype):
             return super().call(inputs, training=training, mask=mask, **kwargs)
 
     @property
