@@ -9,6 +9,7 @@ from keras_albert.layers import (
     SelfAttention,
     TransformerEncoder,
 )
+from keras_albert.models.cast_once import cast_once
 from keras_albert.validation import require_int
 
 
@@ -30,9 +31,12 @@ class AlbertBackbone(keras.Model):
     `pooled_output` `(batch, H)`, plus `encoder_layer_outputs` (a list of `num_layers`
     `(batch, seq, H)` tensors, the output of every layer) when `output_all_layers=True`.
     Under a mixed-precision policy the outputs have the compute dtype (e.g. float16);
-    LayerNorm and softmax are computed in float32 regardless. `dtype_policy` reads back
-    the policy given (Keras's functional `Model` would report float32 and `get_config`
-    would save float32), so task heads built on `backbone.dtype_policy` share it.
+    LayerNorm and softmax are computed in float32 regardless, and the shared blocks' float32
+    weights are cast to the compute dtype once a call, not once a pass (`cast_once`; a model
+    built on `backbone.output` runs the layers without the backbone's `call`, and casts per
+    pass). `dtype_policy` reads back the policy given (Keras's functional `Model` would report
+    float32 and `get_config` would save float32), so task heads built on
+    `backbone.dtype_policy` share it.
 
     Depth-elastic: with `sharing="all"`, `at_depth(k)` is the same weights applied `k`
     times instead of `num_layers` (a backbone configured with `num_layers=k`; with groups,
@@ -159,6 +163,15 @@ class AlbertBackbone(keras.Model):
             self.dtype_policy = dtype
         self.albert_config = config
         self.output_all_layers = output_all_layers
+
+    def call(self, inputs, training=None, mask=None, **kwargs):
+        if self.compute_dtype == self.variable_dtype:  # float32, or served in bfloat16
+            return super().call(inputs, training=training, mask=mask, **kwargs)
+        # The shared blocks' (and, with sharing="attention" or "ffn", the unshared halves'),
+        # each cast once here for all the passes that read it.
+        weights = [weight for layer in self.encoder_layers for weight in layer.weights]
+        with cast_once(weights, self.compute_dtype):
+            return super().call(inputs, training=training, mask=mask, **kwargs)
 
     @property
     def token_embedding(self):
