@@ -6,8 +6,8 @@
 - `"bfloat16"`: the `bfloat16` policy: the weights stored in bfloat16 (rounded once, at export),
   matrix multiplies and activations in bfloat16, LayerNorm and the attention softmax computed
   in float32 (served, by oneDNN's bfloat16 kernels, which compute in float32 and round once,
-  instead of casts around float32 ones: `keras_albert.layers.layer_norm.served`), the task
-  outputs cast to float32.
+  instead of casts around float32 ones: `keras_albert.layers.layer_norm.normalization_dtype`),
+  the task outputs cast to float32.
   Not `mixed_bfloat16`: its float32 variables are cast to bfloat16 at every read, and ALBERT
   reads its shared block's weights once per pass, so the served graph would cast all of them
   `num_layers` times a call. Stored in bfloat16 they are half the bytes to read, and the

@@ -37,6 +37,24 @@ def served() -> bool:
     return bool(getattr(_serving, "depth", 0))
 
 
+def normalization_dtype(compute_dtype) -> str:
+    """The dtype in which a LayerNorm and the attention softmax take their inputs: float32,
+    except when served in bfloat16 (`served`), where it is bfloat16 itself.
+
+    TensorFlow's oneDNN kernels for both (`_MklLayerNorm`, `_MklSoftmax`) take bfloat16 and
+    compute in float32 inside, rounding once: the softmax's probabilities are bit for bit the
+    float32 softmax's rounded (tests/layers/test_layers.py), the fused LayerNorm's equal
+    oneDNN's float32 kernel rounded (measured at 10,752 × 768), and the activations are not
+    cast to float32 and back around them (a served 28 × 384 ALBERT-base call 2,636 → 2,317 ms;
+    docs/precision.md, session 40). Training, float16 and float32 keep float32. A bfloat16
+    export served by TensorFlow without oneDNN (`TF_ENABLE_ONEDNN_OPTS=0`, non-x86 hosts) runs
+    Eigen's kernels instead, which accumulate in bfloat16: softmax probabilities within ~3 % of
+    float32's, rows summing to 1 within ~1.5 % (measured, 384 keys).
+    """
+    dtype = keras.backend.standardize_dtype(compute_dtype)
+    return dtype if served() and dtype == "bfloat16" else "float32"
+
+
 @keras.saving.register_keras_serializable(package="keras_albert")
 class LayerNorm(keras.layers.LayerNormalization):
     """`keras.layers.LayerNormalization` (same weights and names); under a 16-bit compute
@@ -94,22 +112,12 @@ class LayerNorm(keras.layers.LayerNormalization):
             fused,
         )
 
-    def _fused_dtype(self):
-        """float32; served in bfloat16 (`served`), bfloat16 itself: oneDNN's bfloat16 kernel
-        computes in float32 and rounds once, bit for bit the float32 LayerNorm of the same
-        bfloat16 inputs and γ, β (tests/layers/test_layer_norm.py), without casting the
-        activations to float32 and back: 3.2 against 6.2 ms at 10,752 × 768 (session 40).
-        Served by TensorFlow without oneDNN, that graph is Eigen's, whose mean and variance
-        accumulate in bfloat16."""
-        compute_dtype = keras.backend.standardize_dtype(self.compute_dtype)
-        return compute_dtype if served() and compute_dtype == "bfloat16" else "float32"
-
     def _fused_weights(self):
-        dtype = self._fused_dtype()
+        dtype = normalization_dtype(self.compute_dtype)
         return ops.cast(self.gamma, dtype), ops.cast(self.beta, dtype)
 
     def _fused(self, inputs, gamma, beta):
-        x = ops.cast(inputs, self._fused_dtype())
+        x = ops.cast(inputs, normalization_dtype(self.compute_dtype))
         axes = [len(inputs.shape) - 1]
         if x.dtype == "float32":
             mean, variance = ops.moments(x, axes=axes, keepdims=True)

@@ -10,7 +10,7 @@ import keras
 from keras import ops
 
 from keras_albert.layers.activations import get_activation
-from keras_albert.layers.layer_norm import LayerNorm, served
+from keras_albert.layers.layer_norm import LayerNorm, normalization_dtype
 from keras_albert.validation import (
     require_divisible,
     require_positive_int,
@@ -145,21 +145,10 @@ class SelfAttention(keras.layers.Layer):
         return self.layer_norm(ops.reshape(tokens + attention_output, ops.shape(inputs)))
 
     def _softmax(self, scores):
-        """The attention probabilities, in the compute dtype, computed in float32.
-
-        Served in bfloat16 (`served`), one softmax of the bfloat16 scores: TensorFlow's oneDNN
-        kernel for it (`_MklSoftmax`) computes in float32 and rounds once, bit for bit the
-        float32 softmax cast to bfloat16 (tests/layers/test_transformer_encoder.py), without
-        the two casts of the (batch, heads, seq, seq) scores around it: at 384 tokens those
-        casts and the float32 softmax are a tenth of a served call (docs/precision.md).
-        Everywhere else (training, float16, float32) the explicit float32 softmax. A bfloat16
-        export served by TensorFlow without oneDNN (`TF_ENABLE_ONEDNN_OPTS=0`, non-x86 hosts)
-        runs Eigen's bfloat16 softmax instead, which accumulates in bfloat16: probabilities
-        within ~3 % of float32's, rows summing to 1 within ~1.5 % (measured, 384 keys).
-        """
-        if served() and keras.backend.standardize_dtype(scores.dtype) == "bfloat16":
-            return ops.softmax(scores, axis=-1)
-        probabilities = ops.softmax(ops.cast(scores, "float32"), axis=-1)
+        """The attention probabilities in the compute dtype, computed in float32: the scores
+        cast to `normalization_dtype` (float32, or bfloat16 as served, for oneDNN's kernel)."""
+        dtype = normalization_dtype(self.compute_dtype)
+        probabilities = ops.softmax(ops.cast(scores, dtype), axis=-1)
         return ops.cast(probabilities, self.compute_dtype)
 
     def compute_output_shape(self, inputs_shape, padding_mask_shape=None):
