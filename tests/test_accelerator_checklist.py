@@ -33,3 +33,30 @@ def test_tiny_mode_measures_every_configuration_and_checks_the_losses(tmp_path):
         assert abs(check["losses"][0] - check["float32_losses"][0]) < 0.01
         assert check["losses"][-1] < check["losses"][0]
         assert 0 < check["max_difference"] <= 0.1
+
+
+PEERS = REPO_ROOT / "benchmarks" / "accelerator_peers.py"
+
+
+def test_peer_script_tiny_mode_measures_hf_and_checks_its_losses(tmp_path):
+    """benchmarks/accelerator_peers.py (HF on PyTorch, no TensorFlow) in its CPU mode: a rate
+    and an MFU per precision, and the autocast losses follow float32's from the same start."""
+    output = tmp_path / "peers.json"
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    result = subprocess.run(
+        [sys.executable, str(PEERS), "--tiny", "--results-json", str(output)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    results = json.loads(output.read_text())["results"]
+    assert set(results["throughput"]) == {
+        "hf_float32", "hf_autocast_bfloat16", "hf_autocast_float16"
+    }  # fmt: skip
+    for entry in results["throughput"].values():
+        assert entry["sequences_per_second"] > 0 and entry["mfu"] > 0
+    for precision in ("autocast_bfloat16", "autocast_float16"):
+        check = results["convergence"][precision]
+        assert check["passed"] and len(check["losses"]) == 6
+        assert abs(check["losses"][0] - check["float32_losses"][0]) < 0.01
+        assert check["losses"][-1] < check["losses"][0]
+        assert check["max_difference"] <= 0.1
