@@ -90,6 +90,12 @@ def model_task(model: keras.Model) -> str:
     )
 
 
+def own_task_options(model: keras.Model, task_options: dict | None) -> dict | None:
+    """Of `task_options` (a task, e.g. "multiple_choice", mapped to its options), the options of
+    `model`'s own task (`model_task`), or None."""
+    return (task_options or {}).get(model_task(model))
+
+
 def _backbone_of(model: keras.Model) -> AlbertBackbone:
     return model if isinstance(model, AlbertBackbone) else model.backbone
 

@@ -42,7 +42,7 @@ from keras_albert.export.saved_model import (
     SERVE_TOKEN_IDS,
     SERVING_DEFAULT,
     AlbertServingModule,
-    model_task,
+    own_task_options,
 )
 from keras_albert.text.files import apply_umask, write_text_atomically
 from keras_albert.text.tokenizer import AlbertTokenizer
@@ -427,5 +427,5 @@ def export_checkpoint(
     model, tokenizer = load_for_export(
         checkpoint, vocabulary, model_kind, config, num_classes, lowercase, strip_accents
     )
-    own = (task_options or {}).get(model_task(model))
+    own = own_task_options(model, task_options)
     return export_for_serving(model, tokenizer, task_options=own, **options)

@@ -37,7 +37,11 @@ import keras
 import tensorflow as tf
 
 from keras_albert.export.modules import load_for_export, serving_module
-from keras_albert.export.saved_model import SENTENCEPIECE_ASSET, VOCABULARY_ASSET, model_task
+from keras_albert.export.saved_model import (
+    SENTENCEPIECE_ASSET,
+    VOCABULARY_ASSET,
+    own_task_options,
+)
 from keras_albert.export.serving_layout import require_model_name
 from keras_albert.text.tokenizer import AlbertTokenizer
 from keras_albert.validation import require_one_of
@@ -118,6 +122,6 @@ def export_tflite_checkpoint(
     model, tokenizer = load_for_export(
         checkpoint, vocabulary, model_kind=model_kind, config=config, num_classes=num_classes
     )
-    own = (task_options or {}).get(model_task(model))
+    own = own_task_options(model, task_options)
     export_dir = os.path.join(os.fspath(base_dir), name)
     return export_tflite(model, tokenizer, export_dir, task_options=own, precision=precision)
