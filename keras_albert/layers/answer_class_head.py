@@ -5,6 +5,7 @@ from keras import ops
 
 from keras_albert.layers.gather import gather_positions
 from keras_albert.layers.layer_norm import LayerNorm
+from keras_albert.layers.logits import logits_dense
 
 # The original masks with `logits * (1 - p_mask) - 1e30 * p_mask`.
 _MASKED = -1e30
@@ -77,25 +78,26 @@ class AnswerClassHead(keras.layers.Layer):
         self.initializer_range = initializer_range
         self.layer_norm_epsilon = layer_norm_epsilon
 
-        def dense(units, name, activation=None, use_bias=True):
+        def dense(units, name, activation):
             return keras.layers.Dense(
                 units,
                 activation=activation,
-                use_bias=use_bias,
                 kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
                 dtype=self.dtype_policy,
                 name=name,
             )
 
-        self.start_dense = dense(1, "start_logits_dense")
+        self.start_dense = logits_dense(1, initializer_range, "start_logits_dense")
         self.end_dense_0 = dense(hidden_dim, "end_logits_dense_0", activation="tanh")
         self.end_layer_norm = LayerNorm(
             epsilon=layer_norm_epsilon, dtype="float32", name="end_logits_layer_norm"
         )
-        self.end_dense_1 = dense(1, "end_logits_dense_1")
+        self.end_dense_1 = logits_dense(1, initializer_range, "end_logits_dense_1")
         self.answer_dense_0 = dense(hidden_dim, "answer_class_dense_0", activation="tanh")
         self.answer_dropout = keras.layers.Dropout(dropout, name="answer_class_dropout")
-        self.answer_dense_1 = dense(1, "answer_class_dense_1", use_bias=False)
+        self.answer_dense_1 = logits_dense(
+            1, initializer_range, "answer_class_dense_1", use_bias=False
+        )
 
     def build(
         self,
@@ -123,13 +125,13 @@ class AnswerClassHead(keras.layers.Layer):
         tiled_start = ops.broadcast_to(start_features[:, :, None], ops.shape(tiled_sequence))
         hidden = self.end_dense_0(ops.concatenate([tiled_sequence, tiled_start], axis=-1))
         hidden = self.end_layer_norm(ops.cast(hidden, "float32"))
-        logits = ops.cast(ops.squeeze(self.end_dense_1(hidden), -1), "float32")
+        logits = ops.squeeze(self.end_dense_1(hidden), -1)  # float32 (layers/logits.py)
         logits = ops.where(invalid[:, None], _MASKED, logits)
         return ops.log_softmax(logits, axis=-1)
 
     def call(self, sequence_output, segment_ids, padding_mask, start_positions=None, training=None):
         invalid = ops.logical_not(span_positions(segment_ids, padding_mask))  # (batch, seq)
-        start_logits = ops.cast(ops.squeeze(self.start_dense(sequence_output), -1), "float32")
+        start_logits = ops.squeeze(self.start_dense(sequence_output), -1)  # float32
         start_logits = ops.where(invalid, _MASKED, start_logits)
         start_log_probs = ops.log_softmax(start_logits, axis=-1)  # (batch, seq)
 
@@ -156,7 +158,7 @@ class AnswerClassHead(keras.layers.Layer):
         cls_feature = sequence_output[:, 0]
         answer = self.answer_dense_0(ops.concatenate([start_feature, cls_feature], axis=-1))
         answer = self.answer_dropout(answer, training=training)
-        cls_logits = ops.cast(ops.squeeze(self.answer_dense_1(answer), -1), "float32")
+        cls_logits = ops.squeeze(self.answer_dense_1(answer), -1)  # float32
         return {
             "start_log_probs": start_log_probs,
             "end_log_probs": end_log_probs,

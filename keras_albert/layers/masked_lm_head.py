@@ -1,17 +1,18 @@
 """Masked-LM head whose output projection is the token embedding table itself (tied)."""
 
 import keras
-from keras import ops
 
 from keras_albert.layers.activations import get_activation
 from keras_albert.layers.gather import gather_positions
 from keras_albert.layers.layer_norm import LayerNorm
+from keras_albert.layers.logits import TiedLogits
 from keras_albert.validation import require_positive_int
 
 
 @keras.saving.register_keras_serializable(package="keras_albert")
 class MaskedLMHead(keras.layers.Layer):
-    """Predicts the tokens at `mask_positions`: dense H→E → activation → LayerNorm → ·Wᵀ + b.
+    """Predicts the tokens at `mask_positions`: dense H→E → activation → LayerNorm → ·Wᵀ + b,
+    the last step in float32 under every policy (`keras_albert.layers.logits`).
 
     W is the V×E token table of the embedding layer, not a copy: the head reads
     `token_embedding.embeddings` at call time, so training either one updates both, as in
@@ -29,7 +30,7 @@ class MaskedLMHead(keras.layers.Layer):
     Example:
     >>> table = keras.layers.Embedding(10, 4); table.build((None,))
     >>> head = MaskedLMHead(table, embedding_dim=4)
-    >>> head(ops.ones((2, 5, 8)), ops.zeros((2, 3), "int32")).shape
+    >>> head(keras.ops.ones((2, 5, 8)), keras.ops.zeros((2, 3), "int32")).shape
     (2, 3, 10)
     """
 
@@ -64,6 +65,9 @@ class MaskedLMHead(keras.layers.Layer):
         self.layer_norm = LayerNorm(
             epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm"
         )
+        self.logits = TiedLogits(
+            lambda: (self.token_embedding.embeddings, self.output_bias), name="logits"
+        )
 
     def build(self, sequence_output_shape, mask_positions_shape=None):
         self.dense.build(sequence_output_shape)
@@ -76,9 +80,7 @@ class MaskedLMHead(keras.layers.Layer):
         # (batch, num_masked, H): the hidden states at the masked positions only.
         x = gather_positions(sequence_output, mask_positions)
         x = self.layer_norm(self.activation_function(self.dense(x)))  # (batch, num_masked, E)
-        table = ops.cast(self.token_embedding.embeddings, x.dtype)  # (V, E)
-        logits = ops.matmul(x, ops.transpose(table)) + ops.cast(self.output_bias, x.dtype)
-        return ops.cast(logits, "float32")  # (batch, num_masked, V), float32 for the loss
+        return self.logits(x)  # (batch, num_masked, V), float32 (layers/logits.py)
 
     def compute_output_shape(self, sequence_output_shape, mask_positions_shape):
         return (*mask_positions_shape, self.token_embedding.input_dim)

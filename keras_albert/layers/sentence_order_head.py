@@ -1,7 +1,8 @@
 """Sentence-order prediction head: two logits from the pooled [CLS] output."""
 
 import keras
-from keras import ops
+
+from keras_albert.layers.logits import logits_dense
 
 
 @keras.saving.register_keras_serializable(package="keras_albert")
@@ -16,25 +17,20 @@ class SentenceOrderHead(keras.layers.Layer):
         initializer_range: float, stddev of the truncated-normal kernel initializer.
 
     Example:
-    >>> SentenceOrderHead()(ops.ones((2, 8))).shape
+    >>> SentenceOrderHead()(keras.ops.ones((2, 8))).shape
     (2, 2)
     """
 
     def __init__(self, initializer_range=0.02, **kwargs):
         super().__init__(**kwargs)
         self.initializer_range = initializer_range
-        self.dense = keras.layers.Dense(
-            2,
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
-            dtype=self.dtype_policy,
-            name="dense",
-        )
+        self.dense = logits_dense(2, initializer_range, name="dense")
 
     def build(self, pooled_shape):
         self.dense.build(pooled_shape)
 
     def call(self, pooled_output):
-        return ops.cast(self.dense(pooled_output), "float32")  # (batch, 2)
+        return self.dense(pooled_output)  # (batch, 2), float32 (layers/logits.py)
 
     def compute_output_shape(self, pooled_shape):
         return (pooled_shape[0], 2)

@@ -2,6 +2,7 @@
 
 import keras
 
+from keras_albert.layers.logits import logits_dense
 from keras_albert.models.backbone import AlbertBackbone
 from keras_albert.models.task import AlbertTask
 from keras_albert.validation import require_positive_int, require_rate
@@ -39,16 +40,10 @@ class AlbertClassifier(AlbertTask):
         self.output_dropout = keras.layers.Dropout(
             dropout, dtype=backbone.dtype_policy, name="output_dropout"
         )
-        self.output_dense = keras.layers.Dense(
-            num_classes,
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
-            dtype=backbone.dtype_policy,
-            name="logits",
-        )
+        self.output_dense = logits_dense(num_classes, initializer_range, name="logits")
         inputs = dict(backbone.input)
         pooled = backbone(inputs)["pooled_output"]
-        logits = self.output_dense(self.output_dropout(pooled))
-        outputs = keras.ops.cast(logits, "float32")
+        outputs = self.output_dense(self.output_dropout(pooled))  # float32
         kwargs.setdefault("name", "albert_classifier")
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
         self.num_classes = num_classes

@@ -2,6 +2,7 @@
 
 import keras
 
+from keras_albert.layers.logits import logits_dense
 from keras_albert.models.backbone import AlbertBackbone
 from keras_albert.models.task import AlbertTask
 from keras_albert.validation import require_rate
@@ -77,12 +78,7 @@ class AlbertMultipleChoice(AlbertTask):
         self.output_dropout = keras.layers.Dropout(
             dropout, dtype=backbone.dtype_policy, name="output_dropout"
         )
-        self.output_dense = keras.layers.Dense(
-            1,
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
-            dtype=backbone.dtype_policy,
-            name="logits",
-        )
+        self.output_dense = logits_dense(1, initializer_range, name="logits")
         inputs = {
             name: keras.Input(shape=(None, None), dtype="int32", name=name)
             for name in BACKBONE_INPUTS

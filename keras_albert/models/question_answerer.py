@@ -5,6 +5,7 @@ import numpy as np
 from keras import ops
 
 from keras_albert.layers.answer_class_head import AnswerClassHead
+from keras_albert.layers.logits import logits_dense
 from keras_albert.models.backbone import AlbertBackbone
 from keras_albert.models.task import AlbertTask
 from keras_albert.validation import require_one_of, require_positive_int, require_rate
@@ -77,13 +78,8 @@ class AlbertQuestionAnswerer(AlbertTask):
         inputs = dict(backbone.input)
         sequence = backbone(inputs)["sequence_output"]  # (batch, seq, H)
         if answerability == "null_span":
-            self.span_dense = keras.layers.Dense(
-                2,
-                kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
-                dtype=backbone.dtype_policy,
-                name="span_logits",
-            )
-            logits = ops.cast(self.span_dense(sequence), "float32")  # (batch, seq, 2)
+            self.span_dense = logits_dense(2, initializer_range, name="span_logits")
+            logits = self.span_dense(sequence)  # (batch, seq, 2), float32
             padding = ops.logical_not(ops.cast(inputs["padding_mask"], "bool"))
             outputs = {
                 "start_logits": ops.where(padding, _MASKED, logits[..., 0]),

@@ -114,8 +114,9 @@ def test_dtype_policy_reads_back_and_survives_get_config():
     backbone = tiny_backbone(dtype="mixed_bfloat16")
     assert backbone.dtype_policy.name == "mixed_bfloat16"
     assert AlbertBackbone.from_config(backbone.get_config()).dtype_policy.name == "mixed_bfloat16"
-    # The head is built on the backbone's policy: bfloat16 compute, float32 logits.
+    # The head's dropout takes the backbone's policy; its logits are float32 (layers/logits.py).
     classifier = AlbertClassifier(backbone, num_classes=2)
-    assert classifier.output_dense.dtype_policy.name == "mixed_bfloat16"
+    assert classifier.output_dropout.dtype_policy.name == "mixed_bfloat16"
+    assert classifier.output_dense.dtype_policy.name == "float32"
     assert keras.ops.convert_to_numpy(classifier(random_inputs())).dtype == np.float32
     assert tiny_backbone().dtype_policy.name == "float32"
