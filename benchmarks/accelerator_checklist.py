@@ -17,7 +17,6 @@ within `--loss-tolerance`. Writes everything to
 `--results-json` and exits 1 when a loss check fails.
 """
 
-import argparse
 import os
 import sys
 import time
@@ -29,7 +28,8 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from batches import pretraining_batch  # noqa: E402 (benchmarks/batches.py)
-from results import default_path, write_results  # noqa: E402 (benchmarks/results.py)
+from checklist import checklist_parser, loss_check, make_tiny  # noqa: E402 (benchmarks/checklist.py)
+from results import write_results  # noqa: E402 (benchmarks/results.py)
 from roofs import gemm_roof, training_flops_per_sequence  # noqa: E402 (benchmarks/roofs.py)
 
 from keras_albert import AlbertBackbone, AlbertConfig, AlbertPretrainer  # noqa: E402
@@ -78,25 +78,13 @@ def losses(loop, iterator, steps) -> list[float]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--sequence-length", type=int, default=128)
-    parser.add_argument("--num-masked", type=int, default=20)
-    parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--convergence-steps", type=int, default=30)
+    parser = checklist_parser(__file__, __doc__.splitlines()[0], batch_size=64)
     parser.add_argument("--learning-rate", type=float, default=1e-3)
-    parser.add_argument("--loss-tolerance", type=float, default=0.1)
-    parser.add_argument(
-        "--peak-tflops", type=float, default=None,
-        help="the device's dense 16-bit peak; default: the measured GEMM roof",
-    )  # fmt: skip
-    parser.add_argument("--tiny", action="store_true", help="a tiny model on batch 4, for a CPU")
-    parser.add_argument("--results-json", default=default_path(__file__))
     args = parser.parse_args(argv)
     config = get_preset("albert_base_v2")
     if args.tiny:
-        config, args.batch_size, args.steps, args.convergence_steps = TINY, 4, 2, 6
-        args.sequence_length, args.num_masked = 32, 4
+        config = TINY
+        make_tiny(args)
     strategy = build_strategy("auto")
     devices = strategy.extended.worker_devices
     device = devices[0]
@@ -125,16 +113,9 @@ def main(argv=None) -> int:
                                        args.learning_rate)  # fmt: skip
             if not jit_compile:  # the loss check first, from the initial weights
                 curve = losses(loop, iterator, args.convergence_steps)
-                difference = float(np.max(np.abs(np.array(curve) - reference)))
-                passed = bool(np.isfinite(curve).all()) and difference <= args.loss_tolerance
-                failed |= not passed
-                results["convergence"][policy] = {
-                    "losses": curve, "float32_losses": reference, "max_difference": difference,
-                    "passed": passed,
-                }  # fmt: skip
-                print(f"  {policy}: loss {curve[0]:.3f} -> {curve[-1]:.3f} (float32 "
-                      f"{reference[0]:.3f} -> {reference[-1]:.3f}), largest difference "
-                      f"{difference:.4f}: {'ok' if passed else 'FAILED'}")  # fmt: skip
+                check = loss_check(policy, curve, reference, args.loss_tolerance)
+                results["convergence"][policy] = check
+                failed |= not check["passed"]
             rate = timed(loop, iterator, args.batch_size, args.steps)
             peak = args.peak_tflops * 1e3 if args.peak_tflops else roofs.get(policy[6:])
             mfu = rate * flops / 1e9 / peak if peak else None

@@ -21,9 +21,7 @@ within `--loss-tolerance`. The model dimensions are ALBERT-base's preset, read f
 short keeps what it measured, and exits 1 when a loss check fails.
 """
 
-import argparse
 import json
-import os
 import sys
 import time
 import types
@@ -31,9 +29,10 @@ import types
 import numpy as np
 import torch
 import transformers
-from batches import pretraining_batch  # noqa: E402 (benchmarks/batches.py)
-from results import default_path, write_results  # noqa: E402 (benchmarks/results.py)
-from roofs import training_flops_per_sequence  # noqa: E402 (benchmarks/roofs.py)
+from batches import pretraining_batch  # benchmarks/batches.py
+from checklist import checklist_parser, loss_check, make_tiny  # benchmarks/checklist.py
+from results import write_results  # benchmarks/results.py
+from roofs import training_flops_per_sequence  # benchmarks/roofs.py
 
 PRECISIONS = {"float32": None, "autocast_bfloat16": torch.bfloat16,
               "autocast_float16": torch.float16}  # fmt: skip
@@ -138,22 +137,10 @@ def timed(step, device, batch_size: int, warmup_steps: int, steps: int) -> float
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--batch-size", type=int, default=256)
-    parser.add_argument("--sequence-length", type=int, default=128)
-    parser.add_argument("--num-masked", type=int, default=20)
-    parser.add_argument("--steps", type=int, default=20)
+    parser = checklist_parser(__file__, __doc__.splitlines()[0], batch_size=256)
     parser.add_argument("--warmup-steps", type=int, default=3)
-    parser.add_argument("--convergence-steps", type=int, default=30)
     parser.add_argument("--learning-rate", type=float, default=1e-4)
-    parser.add_argument("--loss-tolerance", type=float, default=0.1)
     parser.add_argument("--config-json", default=None, help="ALBERT-base's preset as JSON")
-    parser.add_argument(
-        "--peak-tflops", type=float, default=None,
-        help="the device's dense 16-bit peak; default: the measured GEMM roof",
-    )  # fmt: skip
-    parser.add_argument("--tiny", action="store_true", help="a tiny model on batch 4, for a CPU")
-    parser.add_argument("--results-json", default=default_path(__file__))
     args = parser.parse_args(argv)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if device.type == "cpu" and not args.tiny:
@@ -161,8 +148,8 @@ def main(argv=None) -> int:
         return 2
     config = TINY if args.tiny else albert_base(args.config_json)
     if args.tiny:
-        args.batch_size, args.steps, args.convergence_steps, args.warmup_steps = 4, 2, 6, 1
-        args.sequence_length, args.num_masked = 32, 4
+        make_tiny(args)
+        args.warmup_steps = 1
     torch.backends.cuda.matmul.allow_tf32 = False  # float32 means float32, as in ours
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
     print(f"device: {name}; torch {torch.__version__}, transformers {transformers.__version__}")
@@ -186,16 +173,9 @@ def main(argv=None) -> int:
         if dtype is not None:  # the loss check first, from the initial weights
             step = make_step(config, batch, device, precision, False, args.learning_rate)
             curve = [float(step()) for _ in range(args.convergence_steps)]
-            difference = float(np.max(np.abs(np.array(curve) - reference)))
-            passed = bool(np.isfinite(curve).all()) and difference <= args.loss_tolerance
-            failed |= not passed
-            results["convergence"][precision] = {
-                "losses": curve, "float32_losses": reference, "max_difference": difference,
-                "passed": passed,
-            }  # fmt: skip
-            print(f"  {precision}: loss {curve[0]:.3f} -> {curve[-1]:.3f} (float32 "
-                  f"{reference[0]:.3f} -> {reference[-1]:.3f}), largest difference "
-                  f"{difference:.4f}: {'ok' if passed else 'FAILED'}")  # fmt: skip
+            check = loss_check(precision, curve, reference, args.loss_tolerance)
+            results["convergence"][precision] = check
+            failed |= not check["passed"]
         for compiled in (False, True) if device.type == "cuda" else (False,):
             label = f"hf_{precision}{'_compiled' if compiled else ''}"
             step = make_step(config, batch, device, precision, compiled, args.learning_rate)

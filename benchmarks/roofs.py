@@ -17,6 +17,7 @@ def gemm_roof(dtype: str = "float32", device: str = "/CPU:0", rows: int = 1024,
     """GFLOP/s of `tf.matmul` of (rows × inner) by (inner × columns) in `dtype` on `device`,
     XLA-free, best of three timed stretches of about `seconds / 3` each."""
     import tensorflow as tf  # here: the FLOP count below also serves machines without TensorFlow
+
     with tf.device(device):
         a = tf.cast(tf.random.stateless_normal((rows, inner), (1, 2)), dtype)
         b = tf.cast(tf.random.stateless_normal((inner, columns), (3, 4)), dtype)

@@ -1,5 +1,7 @@
-"""benchmarks/accelerator_checklist.py in its CPU mode (`--tiny`): every configuration runs,
-the JSON holds a rate and an MFU for each, and the mixed-precision losses follow float32's."""
+"""The accelerator checklist's two halves in their CPU mode (`--tiny`): ours
+(benchmarks/accelerator_checklist.py) and HF's (benchmarks/accelerator_peers.py). Every
+configuration runs, the JSON holds a rate and an MFU for each, and the mixed-precision losses
+follow float32's from the same start."""
 
 import json
 import os
@@ -8,19 +10,24 @@ import sys
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = REPO_ROOT / "benchmarks" / "accelerator_checklist.py"
 
 
-def test_tiny_mode_measures_every_configuration_and_checks_the_losses(tmp_path):
-    output = tmp_path / "checklist.json"
+def run_tiny(script: str, tmp_path) -> dict:
+    """`benchmarks/<script> --tiny` in a subprocess; its JSON's results."""
+    output = tmp_path / "results.json"
     env = {key: value for key, value in os.environ.items() if key != "TF_CONFIG"}
     env["PYTHONPATH"] = str(REPO_ROOT)
     result = subprocess.run(
-        [sys.executable, str(SCRIPT), "--tiny", "--results-json", str(output)],
+        [sys.executable, str(REPO_ROOT / "benchmarks" / script), "--tiny", "--results-json",
+         str(output)],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    results = json.loads(output.read_text())["results"]
+    return json.loads(output.read_text())["results"]
+
+
+def test_tiny_mode_measures_every_configuration_and_checks_the_losses(tmp_path):
+    results = run_tiny("accelerator_checklist.py", tmp_path)
     assert set(results["throughput"]) == {
         "mixed_float16", "mixed_float16_xla", "mixed_bfloat16", "mixed_bfloat16_xla"
     }  # fmt: skip
@@ -35,20 +42,10 @@ def test_tiny_mode_measures_every_configuration_and_checks_the_losses(tmp_path):
         assert 0 < check["max_difference"] <= 0.1
 
 
-PEERS = REPO_ROOT / "benchmarks" / "accelerator_peers.py"
-
-
 def test_peer_script_tiny_mode_measures_hf_and_checks_its_losses(tmp_path):
-    """benchmarks/accelerator_peers.py (HF on PyTorch, no TensorFlow) in its CPU mode: a rate
-    and an MFU per precision, and the autocast losses follow float32's from the same start."""
-    output = tmp_path / "peers.json"
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    result = subprocess.run(
-        [sys.executable, str(PEERS), "--tiny", "--results-json", str(output)],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    results = json.loads(output.read_text())["results"]
+    """HF on PyTorch, no TensorFlow: a rate and an MFU per precision, and the autocast losses
+    follow float32's."""
+    results = run_tiny("accelerator_peers.py", tmp_path)
     assert set(results["throughput"]) == {
         "hf_float32", "hf_autocast_bfloat16", "hf_autocast_float16"
     }  # fmt: skip
