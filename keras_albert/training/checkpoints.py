@@ -33,9 +33,9 @@ def restore_training_checkpoint(checkpoint: tf.train.Checkpoint, path: str) -> N
     """Restores `path` into `checkpoint` (a `training_checkpoint`), every object of it matched:
     a checkpoint of another model fails (`AssertionError`).
 
-    Pretraining checkpoints held no seed generators before they were resumed exactly with
-    dropout: such a one still restores, with one printed line, and the generators keep their
-    fresh states (with dropout 0 the model has none: nothing differs).
+    A checkpoint written before pretraining's held the seed generators still restores, with one
+    printed line: the generators keep their fresh states, so the dropout masks from there on
+    differ from an uninterrupted run's (with dropout 0 the model has none: nothing differs).
     """
     children = tf.train.TrackableView.children(checkpoint)
     if children.get(SEEDS) and not any(
