@@ -5,6 +5,8 @@ a driver's own progress.
 Keras 3 keeps a dropout layer's random state in a `SeedGenerator` variable that
 `tf.train.Checkpoint(model=...)` does not reach (it is not a weight); without it a resumed run
 would draw the dropout masks of step 0 again, and end elsewhere than an uninterrupted one.
+Under a `tf.distribute` strategy each state is one mirrored variable (every replica draws from
+it, and they advance together): the checkpoint holds it once, a restore sets every copy.
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ import json
 import keras
 import tensorflow as tf
 
+# The name of the seed generators' states in a checkpoint (one per dropout layer, model order).
+SEEDS = "seed_generators"
+
 
 def training_checkpoint(
     model: keras.Model, optimizer: keras.optimizers.Optimizer, **extra
@@ -21,7 +26,31 @@ def training_checkpoint(
     """`tf.train.Checkpoint` of `model`, `optimizer`, the model's seed generators' states and
     `extra` (trackable objects, e.g. a `JsonState`)."""
     seeds = [v for v in model.variables if v.name == "seed_generator_state"]
-    return tf.train.Checkpoint(model=model, optimizer=optimizer, seed_generators=seeds, **extra)
+    return tf.train.Checkpoint(model=model, optimizer=optimizer, **{SEEDS: seeds}, **extra)
+
+
+def restore_training_checkpoint(checkpoint: tf.train.Checkpoint, path: str) -> None:
+    """Restores `path` into `checkpoint` (a `training_checkpoint`), every object of it matched:
+    a checkpoint of another model fails (`AssertionError`).
+
+    A checkpoint written before pretraining's held the seed generators still restores, with one
+    printed line: the generators keep their fresh states, so the dropout masks from there on
+    differ from an uninterrupted run's (with dropout 0 the model has none: nothing differs).
+    """
+    children = tf.train.TrackableView.children(checkpoint)
+    if children.get(SEEDS) and not any(
+        name.startswith(f"{SEEDS}/") for name, _ in tf.train.list_variables(path)
+    ):
+        print(
+            f"keras_albert: {path} holds no dropout state (written by an older keras_albert): "
+            "the resumed run draws other dropout masks than an uninterrupted run would."
+        )
+        # The checkpoint as it was written (`save_counter` is a property, not an argument).
+        written = {
+            key: child for key, child in children.items() if key not in (SEEDS, "save_counter")
+        }
+        checkpoint = tf.train.Checkpoint(**written)
+    checkpoint.restore(path).assert_existing_objects_matched()
 
 
 class JsonState(tf.Module):

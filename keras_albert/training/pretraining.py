@@ -9,24 +9,23 @@ What `output_dir` holds:
 
     run.json               the options that fix the run (a rerun must match them)
     run.lock               while a run holds the directory (`run_directory.run_lock`)
-    checkpoints/ckpt-N     tf.train.Checkpoint of the model and optimizer at step N
+    checkpoints/ckpt-N     the model, optimizer and dropout state at step N (`training.checkpoints`)
     logs/train, logs/validation   TensorBoard, x-axis = optimizer step
     history.csv            one row per `log_every_steps` steps (one per step after a resume)
     pretrainer.keras       the final model
     summary.json           the final summary (also printed)
 
 Resume: the optimizer's `iterations` variable is the step, and the checkpoint holds it with the
-weights and the optimizer's slots, so the schedule (a function of `iterations`) resumes where it
-stopped. The data position is a function of the step: the input stream is deterministic for a
-given `seed` (each pass over the files is its own pipeline seeded with (seed, pass): file and
-record shuffles, in-graph masking), so a restart skips the `step` global batches already
-consumed (see `make_datasets`). A checkpoint is written to a fresh file and then
-registered atomically (`tf.train.CheckpointManager`), so a process killed at any moment
+weights, the optimizer's slots and the dropout layers' seed states, so the schedule (a function of
+`iterations`) and the dropout masks resume where they stopped. The data position is a function of
+the step: the input stream is deterministic for a given `seed` (each pass over the files is its own
+pipeline seeded with (seed, pass): file and record shuffles, in-graph masking), so a restart skips
+the `step` global batches already consumed (`make_datasets`). A checkpoint is written to a fresh
+file, then registered atomically (`tf.train.CheckpointManager`), so a process killed at any moment
 (SIGKILL) leaves the previous complete checkpoint in place; the same command resumes from it.
-SIGTERM or Ctrl-C (`training.interruption`): the current compiled call (`steps_per_execution`
-steps) finishes, a checkpoint of that step is written and the run exits 143 (130) with one
-line; the rerun resumes there, losing no step (its first log row then averages the steps
-after the signal only).
+SIGTERM or Ctrl-C (`training.interruption`): the current compiled call (`steps_per_execution` steps)
+finishes, a checkpoint of that step is written and the run exits 143 (130) with one line; the rerun
+resumes there, losing no step (its first log row then averages the steps after the signal only).
 
 Strategies: every one `build_strategy` makes, through the same loop (Keras 3.15's `fit` fails
 under `MultiWorkerMirroredStrategy`, keras-team/keras#20585; the loop does not use it). Each
@@ -53,6 +52,7 @@ from keras_albert.models import AlbertBackbone, AlbertPretrainer
 from keras_albert.text.normalization import changed_normalization
 from keras_albert.text.pretraining.records import RecordLayout, inspect_records
 from keras_albert.training import run_directory
+from keras_albert.training.checkpoints import training_checkpoint
 from keras_albert.training.clipping import adamw
 from keras_albert.training.initial_weights import copy_initial_weights, initial_pretrainer
 from keras_albert.training.interruption import StopSignals
@@ -207,7 +207,7 @@ def _pretrain(options: PretrainingOptions, strategy, chief: bool, started: float
             sentence_order_loss_weight=options.sentence_order_loss_weight,
         )
         optimizer.build(model.trainable_variables)
-        checkpoint = tf.train.Checkpoint(model=model, optimizer=checkpointed_optimizer(optimizer))
+        checkpoint = training_checkpoint(model, checkpointed_optimizer(optimizer))
     # Every worker saves (TensorFlow's collective save); only the chief's copy is kept.
     resume = lambda: run_directory.where_to_resume(checkpoints_dir)  # noqa: E731
     with worker_output(strategy, checkpoints_dir, resume) as save_dir:

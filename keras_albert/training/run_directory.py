@@ -18,6 +18,7 @@ import keras
 import tensorflow as tf
 
 from keras_albert.text.files import is_remote, write_text_atomically
+from keras_albert.training.checkpoints import restore_training_checkpoint
 
 RUN_FILE = "run.json"
 LOCK_FILE = "run.lock"
@@ -158,7 +159,7 @@ def restore_latest_intact(checkpoint: tf.train.Checkpoint, checkpoints_dir: str)
     unreadable = []
     for path in newest_first:
         try:
-            checkpoint.restore(path).assert_existing_objects_matched()
+            restore_training_checkpoint(checkpoint, path)
         # A cut `.index` raises DataLossError ("not an sstable"); a cut data file, IndexError
         # ("Read less bytes than requested").
         except (tf.errors.OpError, IndexError) as error:

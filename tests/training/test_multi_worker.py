@@ -1,6 +1,7 @@
 """`tools/pretrain.py --strategy multi_worker` on two local worker processes (TF_CONFIG on
 127.0.0.1, CPU): the same result as one process with the same global batch, only the chief's
-artifacts, and a worker killed mid-run stops the job and the rerun resumes to the same end."""
+artifacts, a worker killed mid-run stops the job and the rerun resumes to the same end, and a
+run with dropout resumes bit for bit."""
 
 import json
 import os
@@ -16,7 +17,7 @@ import numpy as np
 import pytest
 
 from keras_albert import AlbertConfig
-from tests.training.test_pretraining import write_records
+from tests.training.test_pretraining import back_to, write_config, write_records
 from tests.training.test_pretraining_subprocess import (
     environment,
     final_weights,
@@ -207,6 +208,23 @@ def test_a_killed_worker_stops_the_job_and_the_rerun_resumes(data):
         for a, b in zip(final_weights(reference), final_weights(shared), strict=True)
     ]
     assert max(differences) <= 1e-4, max(differences)
+
+
+def test_two_workers_with_dropout_resume_bit_for_bit(data):
+    """Every worker restores the dropout generators from the chief's checkpoint: the resumed
+    run draws the masks the uninterrupted one drew on both workers, and ends where it ended."""
+    tmp_path = data
+    shared = tmp_path / "dropout"
+    command = multi_worker_command(tmp_path, shared)
+    config = write_config(tmp_path / "dropout.json", dropout=0.1, attention_dropout=0.1)
+    command[command.index("--config") + 1] = config
+    run_workers([command, command], tmp_path)
+    final = final_weights(shared)
+    back_to(shared, 8)
+    for output in run_workers([command, command], tmp_path):
+        assert "(step 8)" in output and "no dropout state" not in output, output[-3000:]
+    for expected, actual in zip(final, final_weights(shared), strict=True):
+        np.testing.assert_array_equal(actual, expected)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -571,6 +571,62 @@ def test_resume_skips_a_truncated_latest_checkpoint_and_ends_as_an_uninterrupted
         np.testing.assert_array_equal(actual, expected)
 
 
+def back_to(output_dir, step):
+    """The run's checkpoints as a run stopped after `step`'s checkpoint left them."""
+    checkpoints = os.path.join(output_dir, "checkpoints")
+    for path in glob.glob(os.path.join(checkpoints, "ckpt-*")):
+        if int(re.search(r"ckpt-(\d+)", path).group(1)) > step:
+            os.remove(path)
+    kept = os.path.join(checkpoints, f"ckpt-{step}")
+    tf.compat.v1.train.update_checkpoint_state(checkpoints, kept, all_model_checkpoint_paths=[kept])
+
+
+def final_weights(run):
+    path = os.path.join(run.output_dir, "pretrainer.keras")
+    return keras.models.load_model(path).get_weights()
+
+
+def test_resume_with_dropout_ends_as_an_uninterrupted_run(tmp_path, records):
+    """The checkpoint holds the dropout layers' seed generators: the resumed run draws the
+    masks the uninterrupted one drew, and ends bit for bit where it ended."""
+    config = write_config(tmp_path / "dropout.json", dropout=0.1, attention_dropout=0.1)
+    run = options(tmp_path, records, config=config, train_steps=20)
+    pretrain(run)
+    final = final_weights(run)
+    back_to(run.output_dir, 10)
+    again = pretrain(run)
+    assert again["resumed_from_step"] == 10 and again["trained_steps_this_run"] == 10
+    for expected, actual in zip(final, final_weights(run), strict=True):
+        np.testing.assert_array_equal(actual, expected)
+
+
+def test_a_checkpoint_without_dropout_state_resumes_with_one_line(
+    tmp_path, records, monkeypatch, capsys
+):
+    """A checkpoint written before they held the seed generators resumes; the generators start
+    afresh, so the masks, and the weights the run ends with, differ from an uninterrupted
+    run's (which is why the checkpoints now hold them)."""
+    config = write_config(tmp_path / "dropout.json", dropout=0.1, attention_dropout=0.1)
+    run = options(tmp_path, records, config=config, train_steps=20)
+    with monkeypatch.context() as patch:  # the checkpoint as the driver wrote it before
+        old = lambda model, optimizer: tf.train.Checkpoint(model=model, optimizer=optimizer)  # noqa: E731
+        patch.setattr("keras_albert.training.pretraining.training_checkpoint", old)
+        pretrain(run)
+    final = final_weights(run)
+    back_to(run.output_dir, 10)
+    capsys.readouterr()
+    again = pretrain(run)
+    assert again["resumed_from_step"] == 10 and again["trained_steps_this_run"] == 10
+    path = os.path.join(run.output_dir, "checkpoints", "ckpt-10")
+    lines = [line for line in capsys.readouterr().out.splitlines() if "dropout" in line]
+    assert lines == [
+        f"keras_albert: {path} holds no dropout state (written by an older keras_albert): the "
+        "resumed run draws other dropout masks than an uninterrupted run would."
+    ]
+    resumed = final_weights(run)
+    assert any(not np.array_equal(a, b) for a, b in zip(final, resumed, strict=True))
+
+
 def test_multi_worker_is_not_refused(tmp_path, records, monkeypatch):
     """The driver once refused "multi_worker" (keras-team/keras#20585 breaks `model.fit`
     there); the loop runs under it (test_multi_worker.py), so the name goes on to the cluster

@@ -15,7 +15,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tests.training.test_pretraining import write_config, write_records
+from tests.training.test_pretraining import back_to, write_config, write_records
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TOOL = REPO_ROOT / "tools" / "pretrain.py"
@@ -186,6 +186,28 @@ def test_mirrored_on_two_logical_cpus_equals_one_device(tmp_path):
     for name, value in one_eval.items():
         np.testing.assert_allclose(mirrored_summary["eval"][name], value, rtol=2e-5, err_msg=name)
     assert [row["val_loss"] != "" for row in mirrored_rows] == [False, True, False, True]
+
+
+def test_mirrored_with_dropout_resumes_bit_for_bit(tmp_path):
+    """Under MirroredStrategy each dropout generator is one mirrored variable (the replicas
+    draw from one state and advance together): the checkpoint holds it once and the restore
+    sets every replica's copy, so the resumed run ends where the uninterrupted one ended."""
+    for i in range(2):
+        write_records(tmp_path / f"train-{i}.tfrecord", 40, seed=i)
+    output = tmp_path / "mirrored"
+    command = pretrain_command(tmp_path, output, 16)
+    config = write_config(tmp_path / "dropout.json", dropout=0.1, attention_dropout=0.1)
+    command[command.index("--config") + 1] = config
+    command[command.index("--strategy") + 1] = "mirrored"
+    mirrored = [sys.executable, "-c", WITH_LOGICAL_CPUS.format(tool=str(TOOL)), "2", *command[2:]]
+    finish(start(mirrored))
+    final = final_weights(output)
+    back_to(output, 8)
+    (rerun_output,) = finish(start(mirrored))
+    assert "(step 8)" in rerun_output and "no dropout state" not in rerun_output
+    assert json.loads((output / "summary.json").read_text())["num_replicas"] == 2
+    for expected, actual in zip(final, final_weights(output), strict=True):
+        np.testing.assert_array_equal(actual, expected)
 
 
 # The MLM loss of one global batch under MirroredStrategy on 2 logical CPUs, in float64.
