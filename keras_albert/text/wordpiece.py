@@ -171,6 +171,13 @@ def _cjk_class() -> str:
     return "[" + "".join(f"\\x{{{start:X}}}-\\x{{{end:X}}}" for start, end in _CJK_RANGES) + "]"
 
 
+def word_split_patterns() -> tuple[str, str]:
+    """`tf_text.regex_split`'s delimiter and kept-delimiter patterns for the normalized text:
+    split on spaces, and every punctuation character is a word of its own."""
+    punctuation = _punctuation_class()
+    return " +|" + punctuation, punctuation
+
+
 # ---------------------------------------------------------------------------------------------
 # The Python path.
 
@@ -311,15 +318,17 @@ class Wordpiece(tf.Module):
         # The original's order: ideographs set apart before lowercasing and NFD (which, in
         # Python 3.11's database, move no character into or out of the CJK ranges).
         text = tf.strings.regex_replace(text, _cjk_class(), " \\0 ")
+        return tf_text.regex_split(self.lower_and_strip_graph(text), *word_split_patterns())
+
+    def lower_and_strip_graph(self, text: tf.Tensor) -> tf.Tensor:
+        """Lowercase, NFD and drop the nonspacing marks (as the options say), elementwise over
+        `tf.string` text without NUL."""
         if self.lowercase:
             text = tf.strings.lower(text, encoding="utf-8")  # no NUL left to stop it
         if self.strip_accents:
             text = tf_text.normalize_utf8(text, "NFD")
             text = tf.strings.regex_replace(text, _nonspacing_mark_class() + "+", "")
-        punctuation = _punctuation_class()
-        return tf_text.regex_split(
-            text, delim_regex_pattern=" +|" + punctuation, keep_delim_regex_pattern=punctuation
-        )
+        return text
 
     def tokenize_graph(self, text: tf.Tensor) -> tf.RaggedTensor:
         """Token ids of a (num_texts,) `tf.string` tensor, (num_texts, None) int32."""

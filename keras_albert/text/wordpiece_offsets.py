@@ -1,0 +1,195 @@
+"""Character offsets of WordPiece tokens in the original text, in Python and in the graph.
+
+`keras_albert.text.offsets` calls these for a WordPiece tokenizer (the Chinese releases). They
+give the ids `Wordpiece.tokenize` / `tokenize_graph` give and each token's `[start, end)` span
+in code points of the caller's text, before the basic tokenization changed it:
+
+- each text character is normalized on its own (dropped if NUL, U+FFFD or a control
+  character; " " if whitespace; lowercased, NFD and its nonspacing marks dropped, as the
+  options say; an ideograph with a space either side), so every character of the normalized
+  text knows the text character it came from. The text itself is normalized whole, as the
+  tokenizer does (a word-final "Σ" lowercases to "ς" only in context; NFD reorders combining
+  marks): both give as many characters (the one contextual lowercase mapping, final sigma, is
+  one character for one, and the reordering keeps the count), so the origins line up;
+- the words (split on spaces, each punctuation character a word) and WordPiece's pieces are
+  spans of the normalized text; a piece's span runs from the origin of its first character to
+  that of its last, extended over the text characters after it that produce nothing (the
+  nonspacing marks of a decomposed "é", a control character), as the SentencePiece offsets
+  keep a dropped combining mark with the token before it;
+- an `[UNK]` token (a word the vocabulary cannot spell, or one over 200 characters) spans its
+  whole word.
+
+Offsets count code points of the text after invalid UTF-8 became U+FFFD (which the tokenizer
+drops), i.e. Python `str` indices. Hugging Face's `BertTokenizerFast` offsets agree but where
+a token is followed by characters the normalization drops: its spans leave them out
+(tests/text/test_wordpiece_offsets.py measures both on real text).
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from keras_albert.text.wordpiece import (
+    MAX_CHARACTERS_PER_WORD,
+    SUFFIX_INDICATOR,
+    Wordpiece,
+    _cjk_class,
+    _is_cjk,
+    _is_punctuation,
+    _is_removed,
+    _is_whitespace,
+    _removed_class,
+    _strip_accents,
+    _whitespace_class,
+    word_split_patterns,
+)
+
+# ---------------------------------------------------------------------------------------------
+# Python path.
+
+
+def _prepared(char: str) -> str:
+    # What the basic tokenization makes of one character before lowercasing.
+    if _is_removed(char):
+        return ""
+    if _is_whitespace(char):
+        return " "
+    return f" {char} " if _is_cjk(char) else char
+
+
+def _lower_and_strip(wordpiece: Wordpiece, text: str) -> str:
+    if wordpiece.lowercase:
+        text = text.lower()
+    if wordpiece.strip_accents:
+        text = _strip_accents(text)
+    return text
+
+
+def _word_spans(normalized: str) -> list[tuple[int, int]]:
+    """`[begin, end)` of each word of the normalized text (split on whitespace, every
+    punctuation character a word of its own)."""
+    spans, begin = [], None
+    for index, char in enumerate(normalized):
+        if char.isspace() or _is_punctuation(char):
+            if begin is not None:
+                spans.append((begin, index))
+                begin = None
+            if not char.isspace():
+                spans.append((index, index + 1))
+        elif begin is None:
+            begin = index
+    if begin is not None:
+        spans.append((begin, len(normalized)))
+    return spans
+
+
+def tokenize_with_offsets(wordpiece: Wordpiece, text: str) -> tuple[list, list, list]:
+    """Ids, starts and ends of the WordPiece tokens of `text` (see the module docstring)."""
+    widths, origins = [], []
+    for index, char in enumerate(text):
+        width = len(_lower_and_strip(wordpiece, _prepared(char)))
+        widths.append(width)
+        origins.extend([index] * width)
+    normalized = _lower_and_strip(wordpiece, "".join(_prepared(char) for char in text))
+    words = _word_spans(normalized)
+    if len(normalized) != len(origins) or [
+        normalized[begin:end] for begin, end in words
+    ] != wordpiece.words(text):
+        raise ValueError(f"Character alignment failed for the text beginning {text[:60]!r}")
+
+    def span(begin: int, end: int) -> tuple[int, int]:
+        stop = origins[end - 1] + 1
+        while stop < len(text) and widths[stop] == 0:  # characters that produce nothing
+            stop += 1
+        return origins[begin], stop
+
+    ids, starts, ends = [], [], []
+    for begin, end in words:
+        pieces = wordpiece._split_word(normalized[begin:end])
+        if pieces == [wordpiece.unk_token]:
+            spans = [span(begin, end)]
+        else:
+            spans, position = [], begin
+            for index, piece in enumerate(pieces):
+                length = len(piece) - (len(SUFFIX_INDICATOR) if index else 0)
+                spans.append(span(position, position + length))
+                position += length
+        for piece, (start, stop) in zip(pieces, spans, strict=True):
+            ids.append(wordpiece.token_to_id[piece])
+            starts.append(start)
+            ends.append(stop)
+    return ids, starts, ends
+
+
+# ---------------------------------------------------------------------------------------------
+# Graph path.
+
+
+def tokenize_with_offsets_graph(wordpiece: Wordpiece, characters: dict) -> dict:
+    """Token ids and character spans of texts already split into `characters`
+    (`keras_albert.text.offsets.decoded_characters`).
+
+    Returns `ids` (int32), `starts`, `ends` (int64, local offsets), ragged `[batch, None]`.
+    """
+    chars = characters["chars"]  # (batch, None) one-character strings
+    flat = chars.flat_values  # (num_chars,)
+    num_chars = tf.size(flat, out_type=tf.int64)
+    removed = tf.strings.regex_full_match(flat, _removed_class())
+    space = tf.strings.regex_full_match(flat, _whitespace_class())
+    cjk = tf.strings.regex_full_match(flat, _cjk_class())
+    prepared = tf.where(
+        removed,
+        "",
+        tf.where(space, " ", tf.where(cjk, tf.strings.join([" ", flat, " "]), flat)),
+    )
+    # Each character's normalized length, and the text normalized whole (as the tokenizer).
+    widths = tf.strings.length(wordpiece.lower_and_strip_graph(prepared), unit="UTF8_CHAR")
+    widths = tf.cast(widths, tf.int64)  # (num_chars,)
+    normalized = wordpiece.lower_and_strip_graph(
+        tf.strings.reduce_join(chars.with_flat_values(prepared), axis=1)
+    )  # (batch,)
+    origins = tf.repeat(tf.range(num_chars), widths)  # text character of each normalized one
+
+    words, word_begins, _ = tf_text.regex_split_with_offsets(normalized, *word_split_patterns())
+    flat_words = words.flat_values  # (num_words,)
+    long = tf.strings.length(flat_words, unit="UTF8_CHAR") > MAX_CHARACTERS_PER_WORD
+    ids, piece_begins, piece_ends = wordpiece._wordpiece.tokenize_with_offsets(
+        tf.where(long, wordpiece.unk_token, flat_words)
+    )  # (num_words, None), byte offsets in the word
+    piece_words = ids.value_rowids()  # (num_pieces,)
+    # [UNK] (an unknown or too long word) spans the whole word.
+    unknown = ids.flat_values == wordpiece.token_to_id[wordpiece.unk_token]
+    word_bytes = tf.gather(tf.cast(tf.strings.length(flat_words), tf.int64), piece_words)
+    piece_begins = tf.where(unknown, 0, piece_begins.flat_values)
+    piece_ends = tf.where(unknown, word_bytes, piece_ends.flat_values)
+
+    # Byte offsets in the concatenation of the normalized texts → its character indices.
+    byte_base = tf.math.cumsum(tf.cast(tf.strings.length(normalized), tf.int64), exclusive=True)
+    word_base = tf.gather(
+        word_begins.flat_values + tf.gather(byte_base, words.value_rowids()), piece_words
+    )
+    _, char_bytes = tf.strings.unicode_decode_with_offsets(normalized, "UTF-8")
+    global_char_bytes = (char_bytes + tf.expand_dims(byte_base, 1)).flat_values
+    begin = tf.searchsorted(global_char_bytes, word_base + piece_begins, out_type=tf.int64)
+    end = tf.searchsorted(global_char_bytes, word_base + piece_ends, out_type=tf.int64)
+    last_origin = tf.maximum(tf.size(origins, out_type=tf.int64) - 1, 0)
+    safe_origins = tf.concat([origins, [0]], 0)
+    start = tf.gather(safe_origins, tf.minimum(begin, last_origin))
+    stop = tf.gather(safe_origins, tf.minimum(end - 1, last_origin)) + 1
+    # Extended to the next character that produces output, or the end of its row.
+    row_starts, row_lengths = characters["row_starts"], chars.row_lengths()
+    stoppers = tf.sort(tf.concat([tf.where(widths > 0)[:, 0], row_starts + row_lengths], 0))
+    stop_index = tf.searchsorted(stoppers, stop, out_type=tf.int64)
+    stop = tf.gather(tf.concat([stoppers, [num_chars]], 0), stop_index)
+
+    piece_row_starts = tf.gather(row_starts, tf.gather(words.value_rowids(), piece_words))
+    token_rows = words.with_flat_values(ids).merge_dims(1, 2)  # (batch, None)
+    return {
+        "ids": tf.cast(token_rows, tf.int32),
+        "starts": token_rows.with_flat_values(start - piece_row_starts),
+        "ends": token_rows.with_flat_values(stop - piece_row_starts),
+    }
+
+
+__all__ = ["tokenize_with_offsets", "tokenize_with_offsets_graph"]
