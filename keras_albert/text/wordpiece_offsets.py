@@ -31,17 +31,11 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from keras_albert.text.wordpiece import (
-    MAX_CHARACTERS_PER_WORD,
     SUFFIX_INDICATOR,
     Wordpiece,
-    _cjk_class,
-    _is_cjk,
-    _is_punctuation,
-    _is_removed,
-    _is_whitespace,
-    _removed_class,
-    _strip_accents,
-    _whitespace_class,
+    lower_and_strip,
+    prepare_character,
+    prepare_graph,
     word_split_patterns,
 )
 
@@ -49,53 +43,31 @@ from keras_albert.text.wordpiece import (
 # Python path.
 
 
-def _prepared(char: str) -> str:
-    # What the basic tokenization makes of one character before lowercasing.
-    if _is_removed(char):
-        return ""
-    if _is_whitespace(char):
-        return " "
-    return f" {char} " if _is_cjk(char) else char
-
-
-def _lower_and_strip(wordpiece: Wordpiece, text: str) -> str:
-    if wordpiece.lowercase:
-        text = text.lower()
-    if wordpiece.strip_accents:
-        text = _strip_accents(text)
-    return text
-
-
-def _word_spans(normalized: str) -> list[tuple[int, int]]:
-    """`[begin, end)` of each word of the normalized text (split on whitespace, every
-    punctuation character a word of its own)."""
-    spans, begin = [], None
-    for index, char in enumerate(normalized):
-        if char.isspace() or _is_punctuation(char):
-            if begin is not None:
-                spans.append((begin, index))
-                begin = None
-            if not char.isspace():
-                spans.append((index, index + 1))
-        elif begin is None:
-            begin = index
-    if begin is not None:
-        spans.append((begin, len(normalized)))
-    return spans
+def _word_spans(normalized: str, words: list[str]) -> list[tuple[int, int]] | None:
+    """`[begin, end)` of each of the `words` in the `normalized` text they were split from
+    (in order, apart by whitespace or nothing); None if they are not its words."""
+    spans, position = [], 0
+    for word in words:
+        while position < len(normalized) and normalized[position].isspace():
+            position += 1
+        if not normalized.startswith(word, position):
+            return None
+        spans.append((position, position + len(word)))
+        position += len(word)
+    return spans if not normalized[position:].strip() else None
 
 
 def tokenize_with_offsets(wordpiece: Wordpiece, text: str) -> tuple[list, list, list]:
     """Ids, starts and ends of the WordPiece tokens of `text` (see the module docstring)."""
-    widths, origins = [], []
+    options = (wordpiece.lowercase, wordpiece.strip_accents)
+    widths, origins = [], []  # per text character; per normalized character
     for index, char in enumerate(text):
-        width = len(_lower_and_strip(wordpiece, _prepared(char)))
+        width = len(lower_and_strip(prepare_character(char), *options))
         widths.append(width)
         origins.extend([index] * width)
-    normalized = _lower_and_strip(wordpiece, "".join(_prepared(char) for char in text))
-    words = _word_spans(normalized)
-    if len(normalized) != len(origins) or [
-        normalized[begin:end] for begin, end in words
-    ] != wordpiece.words(text):
+    normalized = lower_and_strip("".join(prepare_character(char) for char in text), *options)
+    words = _word_spans(normalized, wordpiece.words(text))
+    if words is None or len(normalized) != len(origins):
         raise ValueError(f"Character alignment failed for the text beginning {text[:60]!r}")
 
     def span(begin: int, end: int) -> tuple[int, int]:
@@ -106,7 +78,7 @@ def tokenize_with_offsets(wordpiece: Wordpiece, text: str) -> tuple[list, list, 
 
     ids, starts, ends = [], [], []
     for begin, end in words:
-        pieces = wordpiece._split_word(normalized[begin:end])
+        pieces = wordpiece.split_word(normalized[begin:end])
         if pieces == [wordpiece.unk_token]:
             spans = [span(begin, end)]
         else:
@@ -133,16 +105,8 @@ def tokenize_with_offsets_graph(wordpiece: Wordpiece, characters: dict) -> dict:
     Returns `ids` (int32), `starts`, `ends` (int64, local offsets), ragged `[batch, None]`.
     """
     chars = characters["chars"]  # (batch, None) one-character strings
-    flat = chars.flat_values  # (num_chars,)
-    num_chars = tf.size(flat, out_type=tf.int64)
-    removed = tf.strings.regex_full_match(flat, _removed_class())
-    space = tf.strings.regex_full_match(flat, _whitespace_class())
-    cjk = tf.strings.regex_full_match(flat, _cjk_class())
-    prepared = tf.where(
-        removed,
-        "",
-        tf.where(space, " ", tf.where(cjk, tf.strings.join([" ", flat, " "]), flat)),
-    )
+    num_chars = tf.size(chars.flat_values, out_type=tf.int64)
+    prepared = prepare_graph(chars.flat_values)  # (num_chars,)
     # Each character's normalized length, and the text normalized whole (as the tokenizer).
     widths = tf.strings.length(wordpiece.lower_and_strip_graph(prepared), unit="UTF8_CHAR")
     widths = tf.cast(widths, tf.int64)  # (num_chars,)
@@ -152,17 +116,8 @@ def tokenize_with_offsets_graph(wordpiece: Wordpiece, characters: dict) -> dict:
     origins = tf.repeat(tf.range(num_chars), widths)  # text character of each normalized one
 
     words, word_begins, _ = tf_text.regex_split_with_offsets(normalized, *word_split_patterns())
-    flat_words = words.flat_values  # (num_words,)
-    long = tf.strings.length(flat_words, unit="UTF8_CHAR") > MAX_CHARACTERS_PER_WORD
-    ids, piece_begins, piece_ends = wordpiece._wordpiece.tokenize_with_offsets(
-        tf.where(long, wordpiece.unk_token, flat_words)
-    )  # (num_words, None), byte offsets in the word
+    ids, piece_begins, piece_ends = wordpiece.split_words_graph(words.flat_values)
     piece_words = ids.value_rowids()  # (num_pieces,)
-    # [UNK] (an unknown or too long word) spans the whole word.
-    unknown = ids.flat_values == wordpiece.token_to_id[wordpiece.unk_token]
-    word_bytes = tf.gather(tf.cast(tf.strings.length(flat_words), tf.int64), piece_words)
-    piece_begins = tf.where(unknown, 0, piece_begins.flat_values)
-    piece_ends = tf.where(unknown, word_bytes, piece_ends.flat_values)
 
     # Byte offsets in the concatenation of the normalized texts → its character indices.
     byte_base = tf.math.cumsum(tf.cast(tf.strings.length(normalized), tf.int64), exclusive=True)
@@ -171,8 +126,10 @@ def tokenize_with_offsets_graph(wordpiece: Wordpiece, characters: dict) -> dict:
     )
     _, char_bytes = tf.strings.unicode_decode_with_offsets(normalized, "UTF-8")
     global_char_bytes = (char_bytes + tf.expand_dims(byte_base, 1)).flat_values
-    begin = tf.searchsorted(global_char_bytes, word_base + piece_begins, out_type=tf.int64)
-    end = tf.searchsorted(global_char_bytes, word_base + piece_ends, out_type=tf.int64)
+    begin = tf.searchsorted(
+        global_char_bytes, word_base + piece_begins.flat_values, out_type=tf.int64
+    )
+    end = tf.searchsorted(global_char_bytes, word_base + piece_ends.flat_values, out_type=tf.int64)
     last_origin = tf.maximum(tf.size(origins, out_type=tf.int64) - 1, 0)
     safe_origins = tf.concat([origins, [0]], 0)
     start = tf.gather(safe_origins, tf.minimum(begin, last_origin))
