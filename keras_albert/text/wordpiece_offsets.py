@@ -13,16 +13,18 @@ in code points of the caller's text, before the basic tokenization changed it:
   one character for one, and the reordering keeps the count), so the origins line up;
 - the words (split on spaces, each punctuation character a word) and WordPiece's pieces are
   spans of the normalized text; a piece's span runs from the origin of its first character to
-  that of its last, extended over the text characters after it that produce nothing (the
-  nonspacing marks of a decomposed "é", a control character), as the SentencePiece offsets
-  keep a dropped combining mark with the token before it;
+  that of its last, extended over the marks after it that the accent stripping drops (the
+  nonspacing marks of a decomposed "é"), as the SentencePiece offsets keep a dropped
+  combining mark with the token before it. The characters the basic tokenization removes
+  (control and format characters: an ANSI escape, a zero-width space) are in a span only
+  when they are inside it (between two of its characters);
 - an `[UNK]` token (a word the vocabulary cannot spell, or one over 200 characters) spans its
   whole word.
 
 Offsets count code points of the text after invalid UTF-8 became U+FFFD (which the tokenizer
-drops), i.e. Python `str` indices. Hugging Face's `BertTokenizerFast` offsets agree but where
-a token is followed by characters the normalization drops: its spans leave them out
-(tests/text/test_wordpiece_offsets.py measures both on real text).
+drops), i.e. Python `str` indices. Hugging Face's `BertTokenizerFast` offsets agree but after a
+decomposed accent: its spans leave the marks out, so that an answer ending in a decomposed
+"é" would lose its accent (tests/text/test_wordpiece_offsets.py measures both on real text).
 """
 
 from __future__ import annotations
@@ -60,10 +62,13 @@ def _word_spans(normalized: str, words: list[str]) -> list[tuple[int, int]] | No
 def tokenize_with_offsets(wordpiece: Wordpiece, text: str) -> tuple[list, list, list]:
     """Ids, starts and ends of the WordPiece tokens of `text` (see the module docstring)."""
     options = (wordpiece.lowercase, wordpiece.strip_accents)
-    widths, origins = [], []  # per text character; per normalized character
+    # Per text character: whether the accent stripping drops it (a mark); per normalized
+    # character: the text character it came from.
+    marks, origins = [], []
     for index, char in enumerate(text):
-        width = len(lower_and_strip(prepare_character(char), *options))
-        widths.append(width)
+        prepared = prepare_character(char)
+        width = len(lower_and_strip(prepared, *options))
+        marks.append(bool(prepared) and not width)
         origins.extend([index] * width)
     normalized = lower_and_strip("".join(prepare_character(char) for char in text), *options)
     words = _word_spans(normalized, wordpiece.words(text))
@@ -72,7 +77,7 @@ def tokenize_with_offsets(wordpiece: Wordpiece, text: str) -> tuple[list, list, 
 
     def span(begin: int, end: int) -> tuple[int, int]:
         stop = origins[end - 1] + 1
-        while stop < len(text) and widths[stop] == 0:  # characters that produce nothing
+        while stop < len(text) and marks[stop]:
             stop += 1
         return origins[begin], stop
 
@@ -134,9 +139,11 @@ def tokenize_with_offsets_graph(wordpiece: Wordpiece, characters: dict) -> dict:
     safe_origins = tf.concat([origins, [0]], 0)
     start = tf.gather(safe_origins, tf.minimum(begin, last_origin))
     stop = tf.gather(safe_origins, tf.minimum(end - 1, last_origin)) + 1
-    # Extended to the next character that produces output, or the end of its row.
+    # Extended over the marks after it: to the next character that is no mark, or the end of
+    # its row.
     row_starts, row_lengths = characters["row_starts"], chars.row_lengths()
-    stoppers = tf.sort(tf.concat([tf.where(widths > 0)[:, 0], row_starts + row_lengths], 0))
+    no_mark = tf.where((widths > 0) | (tf.strings.length(prepared) == 0))[:, 0]
+    stoppers = tf.sort(tf.concat([no_mark, row_starts + row_lengths], 0))
     stop_index = tf.searchsorted(stoppers, stop, out_type=tf.int64)
     stop = tf.gather(tf.concat([stoppers, [num_chars]], 0), stop_index)
 
