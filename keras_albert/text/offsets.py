@@ -99,6 +99,11 @@ def tokenize_with_offsets(tokenizer, text: str) -> ContextTokens:
     them. A token that covers no character (a lone "▁") gets the empty span where the next
     token starts.
     """
+    if not isinstance(text, str):
+        raise TypeError(
+            f"`text` must be a str (offsets index its characters). "
+            f"Received: text of type {type(text).__name__}"
+        )
     if tokenizer.wordpiece:
         ids, starts, ends = wordpiece_offsets.tokenize_with_offsets(tokenizer._wordpiece, text)
         return ContextTokens(ids=ids, starts=starts, ends=ends)

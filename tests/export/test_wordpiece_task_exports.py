@@ -52,6 +52,7 @@ BAD_QA = {
     "control_and_spaces": ("多少钱？", "房价\x1b[32m 299元\x1b[m ，  早餐\u200b 免费\t\t。"),
     "invalid_utf8": (b"\xff\xfe\xe4\xb8\xad?", b"ab\xff \xe4\xb8\xad\xe6\x96\x87 \xc3 cd"),
     "empty_context": ("在哪里？", ""),
+    "long_context": ("几分钟？", "房间干净，离地铁站步行5分钟。" * 1400),  # 21,000 characters
 }
 
 
@@ -110,6 +111,10 @@ def served(runs):
                     "context": np.array([_bytes(context)], dtype=object),
                 }
                 for key, (question, context) in BAD_QA.items()
+            },
+            "batch_of_0": {
+                "question": np.array([], dtype=object),
+                "context": np.array([], dtype=object),
             },
         },
         "ner": {
@@ -229,6 +234,8 @@ def test_qa_odd_inputs_equal_the_python_post_processing(served):
         assert span == (best["answer_start"], best["answer_end"]), example.qid
         assert example.context[span[0] : span[1]] == best["text"]
     assert served["outputs"]["squad"]["empty_context"]["answer"][0] == b""
+    empty = served["outputs"]["squad"]["batch_of_0"]
+    assert all(value.shape[0] == 0 for value in empty.values())
 
 
 def test_ner_served_tags_equal_keras(served):

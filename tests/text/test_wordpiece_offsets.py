@@ -206,6 +206,8 @@ def test_every_character_both_paths_equal(tokenizer):
 def test_offsets_supported_for_wordpiece(tokenizer):
     assert offsets_supported(tokenizer)
     assert offsets_supported(AlbertTokenizer(VOCABULARY, lowercase=False, strip_accents=False))
+    with pytest.raises(TypeError, match="`text` must be a str .*Received: text of type bytes"):
+        tokenize_with_offsets(tokenizer, "北京".encode())
 
 
 def test_cased_vocabulary_offsets_equal_hugging_face():
