@@ -276,8 +276,12 @@ def test_exports_use_only_servable_ops_and_carry_the_vocabulary(served):
         assert WORDPIECE_OPS <= op_types
         assert op_types.isdisjoint(FORBIDDEN_OPS), op_types & FORBIDDEN_OPS
         assert op_types - core_ops <= WORDPIECE_OPS, op_types - core_ops
+        assert export["must_compile"] == []
+        assert export["integer_transposes"] == []
+        assert export["variable_reads"] == []
         assert export["assets"] == ["vocab.txt"]
-        assert export["warmup"]["errors"] == [None] * export["warmup"]["count"]
+        assert export["warmup"]["count"] == 8
+        assert export["warmup"]["errors"] == [None] * 8
 
 
 def test_qa_export_refuses_a_tokenizer_without_offsets():
