@@ -5,7 +5,7 @@
 SavedModels) give the ids `AlbertTokenizer` gives and every token's `[start, end)` character span
 in the text, so that a span of tokens maps back to an exact substring with the caller's case,
 accents and spacing (SQuAD answers, NER words). A WordPiece tokenizer's offsets (the Chinese
-releases) are `keras_albert.text.wordpiece_offsets`'; the SentencePiece rules, shared by both
+releases) come from `keras_albert.text.wordpiece_offsets`; the SentencePiece rules, shared by both
 paths:
 
 - the normalization is followed character by character (a whitespace run becomes one space

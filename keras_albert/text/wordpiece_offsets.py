@@ -24,7 +24,9 @@ in code points of the caller's text, before the basic tokenization changed it:
 Offsets count code points of the text after invalid UTF-8 became U+FFFD (which the tokenizer
 drops), i.e. Python `str` indices. Hugging Face's `BertTokenizerFast` offsets agree but after a
 decomposed accent: its spans leave the marks out, so that an answer ending in a decomposed
-"é" would lose its accent (tests/text/test_wordpiece_offsets.py measures both on real text).
+"é" would lose its accent (its ids differ from the original's on word-final sigma and on
+private-use characters, which it removes; tests/text/test_wordpiece_offsets.py measures both
+on real text).
 """
 
 from __future__ import annotations
