@@ -132,6 +132,16 @@ def test_hard_cases_offsets_equal_hugging_face_but_after_marks(tokenizer, refere
     assert counts["equal"] > 500
 
 
+def test_hugging_face_offsets_count_code_points_as_ours(tokenizer, reference):
+    # After an emoji (one code point, two UTF-16 units, four UTF-8 bytes) and two ideographs
+    # (three UTF-8 bytes each), "abc" starts at code point 4 in both.
+    text = "😀 北京abc"
+    ids, spans = hugging_face(reference, [text])
+    tokens = tokenize_with_offsets(tokenizer, text)
+    assert ids[0] == tokens.ids and spans[0][-1] == (4, 7) == (tokens.starts[-1], tokens.ends[-1])
+    assert text[4:7] == "abc"
+
+
 def test_private_use_characters_are_unknown_as_in_the_original(tokenizer, reference):
     # The original's `_is_control` removes Cc and Cf only; Hugging Face's Rust normalizer also
     # removes private-use (Co) and unassigned (Cn) characters. A private-use character from the
