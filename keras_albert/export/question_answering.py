@@ -106,9 +106,10 @@ class QuestionAnsweringServingModule(TaskServingModule):
             )
         if not offsets_supported(tokenizer):
             raise ValueError(
-                "`tokenizer` must be a SentencePiece tokenizer with normalize_quotes=False and ',' "
-                "as a piece of its own for in-graph character offsets. Received: a tokenizer "
-                f"without them (wordpiece={tokenizer.wordpiece})"
+                "`tokenizer` must be a WordPiece tokenizer, or a SentencePiece tokenizer with "
+                "normalize_quotes=False and ',' as a piece of its own, for in-graph character "
+                f"offsets. Received: tokenizer with normalize_quotes={tokenizer.normalize_quotes}"
+                f" and ',' {'not ' if tokenizer._resplit_table is None else ''}a piece of its own"
             )
         self.doc_stride = doc_stride
         self.max_query_length = max_query_length
@@ -125,9 +126,13 @@ class QuestionAnsweringServingModule(TaskServingModule):
                 "`max_sequence_length` must be at least the head's candidates "
                 f"({self._min_width}). Received: max_sequence_length={self.max_sequence_length}"
             )
-        self.offsets_sentencepiece = tf_text.SentencepieceTokenizer(
-            model=tokenizer.serialized_model, out_type=tf.int32, name="sentencepiece_offsets"
-        )
+        # SentencePiece's offsets come from a tokenizer of its own (ids out); WordPiece's from
+        # the tokenizer's own lookup table (`keras_albert.text.wordpiece_offsets`).
+        self.offsets_sentencepiece = None
+        if not tokenizer.wordpiece:
+            self.offsets_sentencepiece = tf_text.SentencepieceTokenizer(
+                model=tokenizer.serialized_model, out_type=tf.int32, name="sentencepiece_offsets"
+            )
         self._finish()
 
     # ----------------------------------------------------------------------------------------

@@ -4,7 +4,9 @@
 `tokenize_with_offsets_graph(tokenizer, sentencepiece, texts)` (TensorFlow ops, inside exported
 SavedModels) give the ids `AlbertTokenizer` gives and every token's `[start, end)` character span
 in the text, so that a span of tokens maps back to an exact substring with the caller's case,
-accents and spacing (SQuAD answers, NER words). The rules, shared by both paths:
+accents and spacing (SQuAD answers, NER words). A WordPiece tokenizer's offsets (the Chinese
+releases) come from `keras_albert.text.wordpiece_offsets`; the SentencePiece rules, shared by both
+paths:
 
 - the normalization is followed character by character (a whitespace run becomes one space
   from its first character, leading and trailing runs vanish; NFKD, combining marks dropped and
@@ -30,6 +32,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from keras_albert.text import wordpiece_offsets
 from keras_albert.text.normalization import (
     combining_class,
     lower_keeping_nul,
@@ -96,11 +99,14 @@ def tokenize_with_offsets(tokenizer, text: str) -> ContextTokens:
     them. A token that covers no character (a lone "▁") gets the empty span where the next
     token starts.
     """
-    if tokenizer.wordpiece:
-        raise ValueError(
-            "`tokenizer` must be a SentencePiece tokenizer: character offsets of WordPiece "
-            "tokens are not implemented. Received: a tokenizer with wordpiece=True"
+    if not isinstance(text, str):
+        raise TypeError(
+            f"`text` must be a str (offsets index its characters). "
+            f"Received: text of type {type(text).__name__}"
         )
+    if tokenizer.wordpiece:
+        ids, starts, ends = wordpiece_offsets.tokenize_with_offsets(tokenizer._wordpiece, text)
+        return ContextTokens(ids=ids, starts=starts, ends=ends)
     normalized, origins = _normalize_with_origins(tokenizer, text)
     encoded = normalized.encode("utf-8")
     # The character index of every byte offset (and of the end).
@@ -196,8 +202,9 @@ def tokenize_with_offsets_graph(tokenizer, sentencepiece, context: tf.Tensor) ->
     """Token ids and character spans of `[batch]` contexts (see the module docstring).
 
     Args:
-        tokenizer: an `AlbertTokenizer` (`normalize_quotes=False`, "," a piece of its own).
-        sentencepiece: a `tf_text.SentencepieceTokenizer` of the tokenizer's model, int32 out.
+        tokenizer: an `AlbertTokenizer` (`offsets_supported`).
+        sentencepiece: a `tf_text.SentencepieceTokenizer` of the tokenizer's model, int32 out;
+            None for a WordPiece tokenizer (`keras_albert.text.wordpiece_offsets`).
         context: `[batch]` `tf.string`.
 
     Returns:
@@ -205,6 +212,9 @@ def tokenize_with_offsets_graph(tokenizer, sentencepiece, context: tf.Tensor) ->
         the `decoded_characters` of the context.
     """
     characters = decoded_characters(context)
+    if tokenizer.wordpiece:
+        tokens = wordpiece_offsets.tokenize_with_offsets_graph(tokenizer._wordpiece, characters)
+        return {**tokens, **characters}
     chars, is_space = characters["chars"], characters["is_space"]
     row_ids = chars.value_rowids()
     num_chars = tf.shape(is_space, out_type=tf.int64)[0]
@@ -307,13 +317,11 @@ def tokenize_with_offsets_graph(tokenizer, sentencepiece, context: tf.Tensor) ->
 
 
 def offsets_supported(tokenizer) -> bool:
-    """Whether `tokenize_with_offsets_graph` can follow this tokenizer exactly (SentencePiece
-    only: WordPiece offsets are not implemented)."""
-    return (
-        not tokenizer.wordpiece
-        and tokenizer._resplit_table is not None
-        and not tokenizer.normalize_quotes
-    )
+    """Whether `tokenize_with_offsets_graph` can follow this tokenizer exactly: WordPiece, or
+    SentencePiece with `normalize_quotes=False` and "," a piece of its own."""
+    if tokenizer.wordpiece:
+        return True
+    return tokenizer._resplit_table is not None and not tokenizer.normalize_quotes
 
 
 __all__ = [

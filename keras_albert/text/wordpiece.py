@@ -171,6 +171,22 @@ def _cjk_class() -> str:
     return "[" + "".join(f"\\x{{{start:X}}}-\\x{{{end:X}}}" for start, end in _CJK_RANGES) + "]"
 
 
+def prepare_graph(text: tf.Tensor) -> tf.Tensor:
+    """`prepare_character` of every character, elementwise over valid UTF-8 `tf.string` text."""
+    text = tf.strings.regex_replace(text, _removed_class(), "")
+    text = tf.strings.regex_replace(text, _whitespace_class(), " ")
+    # The original's order: ideographs set apart before lowercasing and NFD (which, in
+    # Python 3.11's database, move no character into or out of the CJK ranges).
+    return tf.strings.regex_replace(text, _cjk_class(), " \\0 ")
+
+
+def word_split_patterns() -> tuple[str, str]:
+    """`tf_text.regex_split`'s delimiter and kept-delimiter patterns for the normalized text:
+    split on spaces, and every punctuation character is a word of its own."""
+    punctuation = _punctuation_class()
+    return " +|" + punctuation, punctuation
+
+
 # ---------------------------------------------------------------------------------------------
 # The Python path.
 
@@ -195,19 +211,30 @@ def _split_on_punctuation(text: str) -> list[str]:
     return words
 
 
+def prepare_character(char: str) -> str:
+    """What the basic tokenization makes of one character before lowercasing: "" (NUL,
+    U+FFFD, a control character), " " (whitespace), the character with a space either side
+    (a CJK ideograph), else the character."""
+    if _is_removed(char):
+        return ""
+    if _is_whitespace(char):
+        return " "
+    return f" {char} " if _is_cjk(char) else char
+
+
+def lower_and_strip(text: str, lowercase: bool = True, strip_accents: bool = True) -> str:
+    """Lowercase, then NFD and drop the nonspacing marks (as the options say)."""
+    if lowercase:
+        text = text.lower()
+    return _strip_accents(text) if strip_accents else text
+
+
 def basic_tokenize(text: str | bytes, lowercase: bool = True, strip_accents: bool = True):
     """BERT's `BasicTokenizer.tokenize`: the words of `text`, before WordPiece."""
-    text = "".join(
-        " " if _is_whitespace(char) else char for char in to_text(text) if not _is_removed(char)
-    )
-    text = "".join(f" {char} " if _is_cjk(char) else char for char in text)
+    text = "".join(prepare_character(char) for char in to_text(text))
     words = []
     for word in text.split():
-        if lowercase:
-            word = word.lower()
-        if strip_accents:
-            word = _strip_accents(word)
-        words.extend(_split_on_punctuation(word))
+        words.extend(_split_on_punctuation(lower_and_strip(word, lowercase, strip_accents)))
     return " ".join(words).split()
 
 
@@ -278,10 +305,11 @@ class Wordpiece(tf.Module):
         """The WordPiece tokens of `text`."""
         pieces = []
         for word in self.words(text):
-            pieces.extend(self._split_word(word))
+            pieces.extend(self.split_word(word))
         return pieces
 
-    def _split_word(self, word: str) -> list[str]:
+    def split_word(self, word: str) -> list[str]:
+        """The WordPiece tokens of one word of `words` (`[UNK]` for an unknown word)."""
         if len(word) > MAX_CHARACTERS_PER_WORD:
             return [self.unk_token]
         pieces = []
@@ -306,27 +334,37 @@ class Wordpiece(tf.Module):
         text = tf.strings.unicode_transcode(
             text, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
         )
-        text = tf.strings.regex_replace(text, _removed_class(), "")
-        text = tf.strings.regex_replace(text, _whitespace_class(), " ")
-        # The original's order: ideographs set apart before lowercasing and NFD (which, in
-        # Python 3.11's database, move no character into or out of the CJK ranges).
-        text = tf.strings.regex_replace(text, _cjk_class(), " \\0 ")
+        normalized = self.lower_and_strip_graph(prepare_graph(text))
+        return tf_text.regex_split(normalized, *word_split_patterns())
+
+    def lower_and_strip_graph(self, text: tf.Tensor) -> tf.Tensor:
+        """`lower_and_strip` with this tokenizer's options, elementwise over `tf.string` text
+        without NUL (`prepare_graph`'s)."""
         if self.lowercase:
             text = tf.strings.lower(text, encoding="utf-8")  # no NUL left to stop it
         if self.strip_accents:
             text = tf_text.normalize_utf8(text, "NFD")
             text = tf.strings.regex_replace(text, _nonspacing_mark_class() + "+", "")
-        punctuation = _punctuation_class()
-        return tf_text.regex_split(
-            text, delim_regex_pattern=" +|" + punctuation, keep_delim_regex_pattern=punctuation
-        )
+        return text
 
     def tokenize_graph(self, text: tf.Tensor) -> tf.RaggedTensor:
         """Token ids of a (num_texts,) `tf.string` tensor, (num_texts, None) int32."""
         words = self.words_graph(text)  # (num_texts, None)
+        ids, _, _ = self.split_words_graph(words.flat_values)  # (num_words, None)
+        return tf.cast(words.with_flat_values(ids).merge_dims(1, 2), tf.int32)
+
+    def split_words_graph(self, words: tf.Tensor) -> tuple[tf.RaggedTensor, ...]:
+        """`split_word` of a (num_words,) `tf.string` tensor of `words_graph`'s words: the
+        int64 ids and each token's `[begin, end)` byte offsets in its word, (num_words, None);
+        `[UNK]` spans its whole word."""
         # A word longer than the limit is [UNK]; WordPiece spells the token "[UNK]" (a word
         # with brackets never reaches it: they are punctuation) as the [UNK] id.
-        long = tf.strings.length(words.flat_values, unit="UTF8_CHAR") > MAX_CHARACTERS_PER_WORD
-        flat_words = tf.where(long, self.unk_token, words.flat_values)
-        ids = self._wordpiece.tokenize(flat_words)  # (num_words, None)
-        return tf.cast(words.with_flat_values(ids).merge_dims(1, 2), tf.int32)
+        long = tf.strings.length(words, unit="UTF8_CHAR") > MAX_CHARACTERS_PER_WORD
+        ids, begins, ends = self._wordpiece.tokenize_with_offsets(
+            tf.where(long, self.unk_token, words)
+        )
+        unknown = ids.flat_values == self.token_to_id[self.unk_token]
+        word_bytes = tf.gather(tf.cast(tf.strings.length(words), tf.int64), ids.value_rowids())
+        begins = tf.where(unknown, tf.zeros_like(word_bytes), begins.flat_values)
+        ends = tf.where(unknown, word_bytes, ends.flat_values)
+        return ids, ids.with_flat_values(begins), ids.with_flat_values(ends)

@@ -9,7 +9,6 @@ import pytest
 import tensorflow as tf
 from transformers import BertTokenizer
 
-from keras_albert.text.offsets import offsets_supported, tokenize_with_offsets
 from keras_albert.text.tokenizer import AlbertTokenizer
 from keras_albert.text.wordpiece import MAX_CHARACTERS_PER_WORD, Wordpiece, parse_vocabulary
 from tests.text.text_data import ALBERT_MODEL, DATA
@@ -315,10 +314,3 @@ def test_wordpiece_requires_the_special_tokens_once():
         Wordpiece(["[PAD]", "[UNK]", "[CLS]", "a"])
     with pytest.raises(ValueError, match=r"repeating \['a'\]"):
         Wordpiece(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "a"])
-
-
-def test_squad_character_offsets_refuse_wordpiece(tokenizer):
-    with pytest.raises(ValueError, match="must be a SentencePiece tokenizer"):
-        tokenize_with_offsets(tokenizer, "北京欢迎你")
-    assert not offsets_supported(tokenizer)
-    assert offsets_supported(AlbertTokenizer(ALBERT_MODEL))

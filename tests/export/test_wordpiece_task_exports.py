@@ -1,0 +1,296 @@
+"""SQuAD-format question answering and NER with the Chinese releases' WordPiece vocabulary, end
+to end: a tiny model fine-tuned a few steps by `tools/finetune.py` on real Chinese samples
+(tests/data/zh: questions and entity tags written over ChnSentiCorp reviews, see its NOTICE),
+exported string-in from the run's `best.keras` (`vocab.txt` beside it), and served in a fresh
+process without keras_albert (`serving_harness.py`, the TF1 session loader). The served answers
+must equal the in-process Python path, as tests/export/test_task_exports.py checks for
+SentencePiece: `squad_features` + Keras + `decode_null_span` for QA, `make_ner_dataset` +
+Keras + `word_predictions` for NER.
+"""
+
+import json
+import os
+import runpy
+import subprocess
+import sys
+from pathlib import Path
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from tensorflow_serving.apis import prediction_log_pb2
+
+from keras_albert import AlbertBackbone, AlbertConfig
+from keras_albert.export import requests as serving_requests
+from keras_albert.export.question_answering import QuestionAnsweringServingModule
+from keras_albert.export.serving_layout import export_checkpoint
+from keras_albert.finetuning.ner.features import (
+    ConllSentences,
+    make_ner_dataset,
+    read_conll,
+    word_predictions,
+)
+from keras_albert.finetuning.squad.features import read_squad_examples, squad_features
+from keras_albert.finetuning.squad.postprocess import decode_null_span
+from keras_albert.models import AlbertQuestionAnswerer
+from keras_albert.text.tokenizer import AlbertTokenizer
+from tests.export.conftest import HARNESS, read_logs
+from tests.export.test_serving_export import FORBIDDEN_OPS, outputs_of
+from tests.text.text_data import ALBERT_MODEL, DATA
+
+TOOL = Path(__file__).resolve().parents[2] / "tools" / "finetune.py"
+VOCABULARY = DATA / "zh" / "vocab_chinese.txt"
+SQUAD = DATA / "zh" / "squad_zh_sample.json"
+NER = DATA / "zh" / "ner_zh_sample.conll"
+SEQUENCE_LENGTH = 64
+QA_OPTIONS = dict(doc_stride=24, max_query_length=16)
+# The WordPiece graph's TF Text ops (all in TF Text 2.12.1, which TF Serving embeds).
+WORDPIECE_OPS = {"NormalizeUTF8", "RegexSplitWithOffsets", "WordpieceTokenizeWithOffsets"}
+BAD_QA = {
+    "mixed": ("Café 的价格？", "ＷｉＦｉ免费，Crème brûlée 50元，cafe\u0301 30元。unbelievable 😀"),
+    "control_and_spaces": ("多少钱？", "房价\x1b[32m 299元\x1b[m ，  早餐\u200b 免费\t\t。"),
+    "invalid_utf8": (b"\xff\xfe\xe4\xb8\xad?", b"ab\xff \xe4\xb8\xad\xe6\x96\x87 \xc3 cd"),
+    "empty_context": ("在哪里？", ""),
+    "long_context": ("几分钟？", "房间干净，离地铁站步行5分钟。" * 1400),  # 21,000 characters
+}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """`tools/finetune.py` runs of squad_v1 and ner with the WordPiece vocabulary."""
+    root = tmp_path_factory.mktemp("wordpiece_tasks")
+    config = root / "albert_config.json"
+    AlbertConfig(
+        vocabulary_size=21128, embedding_dim=16, hidden_dim=32, intermediate_dim=64,
+        num_layers=1, num_heads=2, max_sequence_length=SEQUENCE_LENGTH,
+    ).to_json(config)  # fmt: skip
+    result = {}
+    for task, data, flags in (
+        ("squad_v1", SQUAD, ["--doc-stride", "24", "--max-query-length", "16"]),
+        ("ner", NER, []),
+    ):
+        output_dir = root / task
+        argv = ["--task", task, "--train-data", str(data), "--eval-data", str(data)]
+        argv += ["--config", str(config), "--vocabulary", str(VOCABULARY), "--seed", "1"]
+        argv += ["--sequence-length", str(SEQUENCE_LENGTH), "--train-steps", "30"]
+        argv += ["--batch-size", "4", "--epochs", "1", "--learning-rate", "3e-3"]
+        argv += ["--output-dir", str(output_dir), "--verbose", "0", *flags]
+        assert runpy.run_path(str(TOOL))["main"](argv) == 0
+        assert (output_dir / "vocab.txt").read_bytes() == VOCABULARY.read_bytes()
+        metrics = json.loads((output_dir / "metrics.json").read_text(encoding="utf-8"))
+        result[task] = {"dir": output_dir, "metrics": metrics}
+    return root, result
+
+
+def _log(model_name, inputs):
+    request = serving_requests.predict_request(model_name, inputs, "serving_default")
+    return prediction_log_pb2.PredictionLog(
+        predict_log=prediction_log_pb2.PredictLog(request=request)
+    )
+
+
+def _bytes(text):
+    return text if isinstance(text, bytes) else text.encode()
+
+
+@pytest.fixture(scope="module")
+def served(runs):
+    root, result = runs
+    examples = list(read_squad_examples(SQUAD))
+    sentences = read_conll(NER)
+    requests = {
+        "squad": {
+            "real": {
+                "question": np.array([_bytes(e.question) for e in examples], dtype=object),
+                "context": np.array([_bytes(e.context) for e in examples], dtype=object),
+            },
+            **{
+                key: {
+                    "question": np.array([_bytes(question)], dtype=object),
+                    "context": np.array([_bytes(context)], dtype=object),
+                }
+                for key, (question, context) in BAD_QA.items()
+            },
+            "batch_of_0": {
+                "question": np.array([], dtype=object),
+                "context": np.array([], dtype=object),
+            },
+        },
+        "ner": {
+            # Words as the CoNLL file has them (a character each, Latin words and numbers
+            # whole), separated by spaces: the export's words are the whitespace split.
+            "real": {
+                "text": np.array([" ".join(words).encode() for words in sentences.words], object)
+            },
+        },
+    }
+    job = {"exports": [], "models_config": str(root / "saved_models" / "models.config")}
+    paths = {}
+    for name, task in (("squad", "squad_v1"), ("ner", "ner")):
+        paths[name] = export_checkpoint(
+            result[task]["dir"] / "best.keras",
+            base_dir=root / "saved_models",
+            name=name,
+            max_sequence_length=SEQUENCE_LENGTH,
+            # A SQuAD v1.1 model never learned to abstain: always the best span.
+            task_options={"question_answering": dict(QA_OPTIONS, null_score_threshold=None)},
+        )
+        files = {
+            key: str(root / f"{name}_{key}")
+            for key in ("requests", "responses", "rest", "rest_responses", "warmup_responses")
+        }
+        with tf.io.TFRecordWriter(files["requests"]) as writer:
+            for inputs in requests[name].values():
+                writer.write(_log(name, inputs).SerializeToString())
+        Path(files["rest"]).write_text("[]", encoding="utf-8")
+        job["exports"].append({"path": paths[name], **files})
+    job["report"] = str(root / "report.json")
+    (root / "job.json").write_text(json.dumps(job))
+    environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    process = subprocess.run(
+        [sys.executable, HARNESS, str(root / "job.json")],
+        cwd=root,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert process.returncode == 0, process.stderr[-5000:]
+    report = json.loads((root / "report.json").read_text())
+    outputs = {}
+    for name, export_job, export_report in zip(
+        requests, job["exports"], report["exports"], strict=True
+    ):
+        responses = read_logs(export_job["responses"])
+        assert export_report["request_errors"] == [None] * len(responses), name
+        outputs[name] = dict(zip(requests[name], map(outputs_of, responses), strict=True))
+    return {
+        "outputs": outputs,
+        "report": report,
+        "requests": requests,
+        "examples": examples,
+        "sentences": sentences,
+        "models": {
+            name: keras.models.load_model(result[task]["dir"] / "best.keras")
+            for name, task in (("squad", "squad_v1"), ("ner", "ner"))
+        },
+        "metrics": {name: result[task]["metrics"] for name, task in (("squad", "squad_v1"),)},
+    }
+
+
+def python_answers(model, tokenizer, examples):
+    features = list(squad_features(examples, tokenizer, SEQUENCE_LENGTH, **QA_OPTIONS))
+    inputs = {
+        name: np.stack([getattr(f, name) for f in features])
+        for name in ("token_ids", "segment_ids", "padding_mask")
+    }
+    outputs = model.predict(inputs, batch_size=64, verbose=0)
+    return decode_null_span(
+        features, outputs["start_logits"], outputs["end_logits"], version_2=False
+    )
+
+
+def test_qa_served_answers_equal_the_python_post_processing(served):
+    tokenizer = AlbertTokenizer(VOCABULARY)
+    examples = served["examples"]
+    expected = python_answers(served["models"]["squad"], tokenizer, examples)
+    actual = served["outputs"]["squad"]["real"]
+    assert len(examples) == 12
+    for index, example in enumerate(examples):
+        best = expected.best_span[example.qid]
+        start, end = int(actual["answer_start"][index]), int(actual["answer_end"][index])
+        assert actual["answer"][index].decode() == best["text"] == example.context[start:end]
+        assert (start, end) == (best["answer_start"], best["answer_end"])
+        np.testing.assert_allclose(actual["score"][index], best["score"], atol=1e-4)
+    # Thirty steps on twelve questions: the fine-tuned model finds some of the answers.
+    answers = [answer.decode() for answer in actual["answer"]]
+    assert len(set(answers)) > 3
+    assert served["metrics"]["squad"]["f1"] > 0
+
+
+def test_qa_odd_inputs_equal_the_python_post_processing(served):
+    tokenizer = AlbertTokenizer(VOCABULARY)
+    paragraphs = [
+        {
+            "context": _bytes(context).decode("utf-8", "replace"),
+            "qas": [
+                {
+                    "id": key,
+                    "question": _bytes(question).decode("utf-8", "replace"),
+                    "is_impossible": True,
+                }
+            ],
+        }
+        for key, (question, context) in BAD_QA.items()
+    ]
+    examples = list(read_squad_examples({"data": [{"paragraphs": paragraphs}]}))
+    expected = python_answers(served["models"]["squad"], tokenizer, examples)
+    for example in examples:
+        actual = served["outputs"]["squad"][example.qid]
+        best = expected.best_span[example.qid]
+        assert actual["answer"][0].decode() == best["text"], example.qid
+        span = (int(actual["answer_start"][0]), int(actual["answer_end"][0]))
+        assert span == (best["answer_start"], best["answer_end"]), example.qid
+        assert example.context[span[0] : span[1]] == best["text"]
+    assert served["outputs"]["squad"]["empty_context"]["answer"][0] == b""
+    empty = served["outputs"]["squad"]["batch_of_0"]
+    assert all(value.shape[0] == 0 for value in empty.values())
+
+
+def test_ner_served_tags_equal_keras(served):
+    tokenizer = AlbertTokenizer(VOCABULARY)
+    sentences = served["sentences"]
+    model = served["models"]["ner"]
+    unlabeled = ConllSentences("x", sentences.words, None, sentences.line_numbers)
+    tags, probabilities = [], []
+    for features, positions in make_ner_dataset(
+        unlabeled, tokenizer, model.labels, SEQUENCE_LENGTH, with_positions=True
+    ):
+        logits = np.asarray(model(features, training=False))
+        tags += word_predictions(logits, positions.to_list(), model.labels)[0]
+        soft = tf.nn.softmax(logits).numpy()
+        probabilities += [[soft[row, p] for p in row_positions] for row, row_positions in
+                          enumerate(positions.to_list())]  # fmt: skip
+    actual = served["outputs"]["ner"]["real"]
+    texts = served["requests"]["ner"]["real"]["text"]
+    for row, words in enumerate(sentences.words):
+        count = int(actual["num_words"][row])
+        assert [word.decode() for word in actual["words"][row, :count]] == words
+        text = texts[row].decode()
+        spans = zip(actual["word_start"][row, :count], actual["word_end"][row, :count], strict=True)
+        assert [text[start:end] for start, end in spans] == words
+        assert [tag.decode() for tag in actual["tags"][row, :count]] == tags[row]
+        np.testing.assert_allclose(
+            actual["probabilities"][row, :count], np.array(probabilities[row]), atol=1e-5
+        )
+    assert len({tag for row in tags for tag in row}) > 1
+
+
+def test_exports_use_only_servable_ops_and_carry_the_vocabulary(served):
+    report = served["report"]
+    core_ops = set(report["core_ops"])
+    assert [m for m in report["modules"] if "keras_albert" in m] == []
+    for export in report["exports"]:
+        op_types = set(export["op_types"])
+        assert WORDPIECE_OPS <= op_types
+        assert op_types.isdisjoint(FORBIDDEN_OPS), op_types & FORBIDDEN_OPS
+        assert op_types - core_ops <= WORDPIECE_OPS, op_types - core_ops
+        assert export["must_compile"] == []
+        assert export["integer_transposes"] == []
+        assert export["variable_reads"] == []
+        assert export["assets"] == ["vocab.txt"]
+        assert export["warmup"]["count"] == 8
+        assert export["warmup"]["errors"] == [None] * 8
+
+
+def test_qa_export_refuses_a_tokenizer_without_offsets():
+    tokenizer = AlbertTokenizer(ALBERT_MODEL, normalize_quotes=True)
+    model = AlbertQuestionAnswerer(
+        AlbertBackbone(
+            vocabulary_size=30000, embedding_dim=8, hidden_dim=16, intermediate_dim=32,
+            num_layers=1, num_heads=2, max_sequence_length=64,
+        )
+    )  # fmt: skip
+    with pytest.raises(ValueError, match="must be a WordPiece tokenizer, or a SentencePiece"):
+        QuestionAnsweringServingModule(model, tokenizer, **QA_OPTIONS)
