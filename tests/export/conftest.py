@@ -201,6 +201,38 @@ def _build_requests(export: Export, tokenizer: AlbertTokenizer):
             )
 
 
+def write_requests(root, name: str, logs, rest_bodies=()) -> dict:
+    """The files of one export's job entry under `root`: its `PredictionLog` requests written,
+    its REST bodies, and where the harness writes the responses."""
+    files = {
+        key: str(root / f"{name}_{key}")
+        for key in ("requests", "responses", "rest", "rest_responses", "warmup_responses")
+    }
+    with tf.io.TFRecordWriter(files["requests"]) as writer:
+        for log in logs:
+            writer.write(log.SerializeToString())
+    with open(files["rest"], "w", encoding="utf-8") as file:
+        json.dump(list(rest_bodies), file)
+    return files
+
+
+def run_harness(root, job: dict, timeout: int = 900) -> dict:
+    """Runs `serving_harness.py` on `job` (its `exports`, `models_config`) in a fresh process
+    and returns its report."""
+    job["report"] = str(root / "report.json")
+    job_path = root / "job.json"
+    job_path.write_text(json.dumps(job))
+    # No PYTHONPATH and a directory outside the repository: keras_albert is not importable
+    # from the repository checkout (the report also lists what was imported).
+    environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    result = subprocess.run(
+        [sys.executable, HARNESS, str(job_path)],
+        cwd=root, env=environment, capture_output=True, text=True, timeout=timeout,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-5000:]
+    return json.loads((root / "report.json").read_text())
+
+
 def read_logs(path):
     return [
         prediction_log_pb2.PredictionLog.FromString(record.numpy())
@@ -251,34 +283,11 @@ def served(tmp_path_factory, export_seed):
         )
         export = Export(name, path, model, text_pair, max_sequence_length, [], [], {}, {})
         _build_requests(export, tokenizer)
-        files = {
-            key: str(root / f"{name}_{key}")
-            for key in ("requests", "responses", "rest", "rest_responses", "warmup_responses")
-        }
-        with tf.io.TFRecordWriter(files["requests"]) as writer:
-            for log in export.requests:
-                writer.write(log.SerializeToString())
-        with open(files["rest"], "w", encoding="utf-8") as file:
-            json.dump(export.rest_bodies, file)
+        files = write_requests(root, name, export.requests, export.rest_bodies)
         job["exports"].append({"path": path, **files})
         exports[name] = (export, files)
 
-    job["report"] = str(root / "report.json")
-    job_path = root / "job.json"
-    job_path.write_text(json.dumps(job))
-    # No PYTHONPATH and a directory outside the repository: keras_albert is not importable
-    # from the repository checkout (the report also lists what was imported).
-    environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-    result = subprocess.run(
-        [sys.executable, HARNESS, str(job_path)],
-        cwd=root,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert result.returncode == 0, result.stderr[-5000:]
-    report = json.loads((root / "report.json").read_text())
+    report = run_harness(root, job)
     for (export, files), export_report in zip(exports.values(), report["exports"], strict=True):
         export.report = export_report
         export.responses = read_logs(files["responses"])

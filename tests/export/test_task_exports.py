@@ -9,9 +9,6 @@ what the in-process Python path gives: `squad_features` + Keras + `decode_null_s
 """
 
 import json
-import os
-import subprocess
-import sys
 
 import keras
 import numpy as np
@@ -38,7 +35,7 @@ from keras_albert.finetuning.squad.postprocess import decode_answer_class, decod
 from keras_albert.models import AlbertMultipleChoice, AlbertQuestionAnswerer, AlbertTokenClassifier
 from keras_albert.text.offsets import tokenize_with_offsets, tokenize_with_offsets_graph
 from keras_albert.text.tokenizer import AlbertTokenizer
-from tests.export.conftest import HARNESS, read_logs
+from tests.export.conftest import read_logs, run_harness, write_requests
 from tests.export.serving_harness import integer_transposes
 from tests.export.test_serving_export import (
     ALLOWED_TF_TEXT_OPS,
@@ -195,30 +192,11 @@ def task_served(tmp_path_factory):
             max_sequence_length=128,
             task_options=options.get(name),
         )
-        files = {
-            key: str(root / f"{name}_{key}")
-            for key in ("requests", "responses", "rest", "rest_responses", "warmup_responses")
-        }
         keys[name] = list(requests[name])
-        with tf.io.TFRecordWriter(files["requests"]) as writer:
-            for inputs in requests[name].values():
-                writer.write(_log(name, inputs).SerializeToString())
-        with open(files["rest"], "w", encoding="utf-8") as file:
-            json.dump([], file)
+        logs = [_log(name, inputs) for inputs in requests[name].values()]
+        files = write_requests(root, name, logs)
         job["exports"].append({"path": paths[name], **files})
-    job["report"] = str(root / "report.json")
-    (root / "job.json").write_text(json.dumps(job))
-    environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-    result = subprocess.run(
-        [sys.executable, HARNESS, str(root / "job.json")],
-        cwd=root,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert result.returncode == 0, result.stderr[-5000:]
-    report = json.loads((root / "report.json").read_text())
+    report = run_harness(root, job)
     print("harness seconds:", [export["seconds"] for export in report["exports"]])
     served = {}
     for (name, export_job), export_report in zip(

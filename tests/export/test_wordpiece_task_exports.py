@@ -9,10 +9,7 @@ Keras + `word_predictions` for NER.
 """
 
 import json
-import os
 import runpy
-import subprocess
-import sys
 from pathlib import Path
 
 import keras
@@ -35,7 +32,7 @@ from keras_albert.finetuning.squad.features import read_squad_examples, squad_fe
 from keras_albert.finetuning.squad.postprocess import decode_null_span
 from keras_albert.models import AlbertQuestionAnswerer
 from keras_albert.text.tokenizer import AlbertTokenizer
-from tests.export.conftest import HARNESS, read_logs
+from tests.export.conftest import read_logs, run_harness, write_requests
 from tests.export.test_serving_export import FORBIDDEN_OPS, outputs_of
 from tests.text.text_data import ALBERT_MODEL, DATA
 
@@ -136,28 +133,10 @@ def served(runs):
             # A SQuAD v1.1 model never learned to abstain: always the best span.
             task_options={"question_answering": dict(QA_OPTIONS, null_score_threshold=None)},
         )
-        files = {
-            key: str(root / f"{name}_{key}")
-            for key in ("requests", "responses", "rest", "rest_responses", "warmup_responses")
-        }
-        with tf.io.TFRecordWriter(files["requests"]) as writer:
-            for inputs in requests[name].values():
-                writer.write(_log(name, inputs).SerializeToString())
-        Path(files["rest"]).write_text("[]", encoding="utf-8")
+        logs = [_log(name, inputs) for inputs in requests[name].values()]
+        files = write_requests(root, name, logs)
         job["exports"].append({"path": paths[name], **files})
-    job["report"] = str(root / "report.json")
-    (root / "job.json").write_text(json.dumps(job))
-    environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-    process = subprocess.run(
-        [sys.executable, HARNESS, str(root / "job.json")],
-        cwd=root,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert process.returncode == 0, process.stderr[-5000:]
-    report = json.loads((root / "report.json").read_text())
+    report = run_harness(root, job)
     outputs = {}
     for name, export_job, export_report in zip(
         requests, job["exports"], report["exports"], strict=True

@@ -53,6 +53,16 @@ def load_poems() -> list[str]:
     return [poem for poem in text.split("\n\n") if poem.strip()]
 
 
+def hugging_face_wordpiece() -> BertTokenizer:
+    """HF's BERT tokenizer (fast: `tokenizers`) on the Chinese vocabulary, lower-casing as the
+    Chinese releases do."""
+    reference = BertTokenizer(str(VOCABULARY), do_lower_case=True)
+    # Hugging Face's WordPiece gives [UNK] for words over 100 characters; the original
+    # (google-research/albert and BERT `WordpieceTokenizer`) over 200.
+    reference.backend_tokenizer.model.max_input_chars_per_word = MAX_CHARACTERS_PER_WORD
+    return reference
+
+
 @pytest.fixture(scope="module")
 def tokenizer():
     return AlbertTokenizer(VOCABULARY)
@@ -60,11 +70,7 @@ def tokenizer():
 
 @pytest.fixture(scope="module")
 def bert_reference():
-    reference = BertTokenizer(str(VOCABULARY), do_lower_case=True)
-    # Hugging Face's WordPiece gives [UNK] for words over 100 characters; the original
-    # (google-research/albert and BERT `WordpieceTokenizer`) over 200.
-    reference.backend_tokenizer.model.max_input_chars_per_word = MAX_CHARACTERS_PER_WORD
-    return reference
+    return hugging_face_wordpiece()
 
 
 def reference_ids(reference, texts) -> list[list[int]]:

@@ -24,7 +24,13 @@ from keras_albert.text.offsets import (
 )
 from keras_albert.text.tokenizer import AlbertTokenizer
 from keras_albert.text.wordpiece import MAX_CHARACTERS_PER_WORD
-from tests.text.test_wordpiece import HARD_STRINGS, VOCABULARY, load_poems, load_reviews
+from tests.text.test_wordpiece import (
+    HARD_STRINGS,
+    VOCABULARY,
+    hugging_face_wordpiece,
+    load_poems,
+    load_reviews,
+)
 
 CASES = [
     "Crème Brûlée, Café naïve façade résumé Ångström über Müller",
@@ -49,10 +55,7 @@ def tokenizer():
 
 @pytest.fixture(scope="module")
 def reference():
-    reference = BertTokenizerFast(str(VOCABULARY), do_lower_case=True)
-    # Hugging Face's WordPiece gives [UNK] for words over 100 characters, the original over 200.
-    reference.backend_tokenizer.model.max_input_chars_per_word = MAX_CHARACTERS_PER_WORD
-    return reference
+    return hugging_face_wordpiece()
 
 
 def hugging_face(reference, texts):
