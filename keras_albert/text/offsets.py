@@ -26,6 +26,7 @@ path is vectorized over the flattened batch (global indices); no Python function
 from __future__ import annotations
 
 import dataclasses
+import re
 import unicodedata
 
 import numpy as np
@@ -47,6 +48,44 @@ class ContextTokens:
     ids: list[int]
     starts: list[int]
     ends: list[int]
+
+
+@dataclasses.dataclass(frozen=True)
+class TextWords:
+    """A text's words, each the text's own substring, and their `[start, end)` spans."""
+
+    words: list[str]
+    starts: list[int]
+    ends: list[int]
+
+
+def _require_str(text) -> None:
+    if not isinstance(text, str):
+        raise TypeError(
+            f"`text` must be a str (offsets index its characters). "
+            f"Received: text of type {type(text).__name__}"
+        )
+
+
+def words_with_offsets(tokenizer, text: str) -> TextWords:
+    """The words of `text` that the tokenizer splits into pieces, with their character spans.
+
+    SentencePiece: the whitespace split (Python `str.split()`). WordPiece: the words of BERT's
+    basic tokenization (`keras_albert.text.wordpiece_offsets.words_with_offsets`): the
+    whitespace split, and besides every CJK ideograph and every punctuation character a word
+    of its own, so that unspaced Chinese is one word per character. Each word is the text's
+    substring at its span, not the normalized word.
+    """
+    _require_str(text)
+    if tokenizer.wordpiece:
+        spans = wordpiece_offsets.words_with_offsets(tokenizer._wordpiece, text)
+    else:
+        spans = [match.span() for match in re.finditer(r"\S+", text)]  # `\s` is `str.isspace`
+    return TextWords(
+        words=[text[start:end] for start, end in spans],
+        starts=[start for start, _ in spans],
+        ends=[end for _, end in spans],
+    )
 
 
 def _normalize_with_origins(tokenizer, text: str) -> tuple[str, list[int]]:
@@ -99,11 +138,7 @@ def tokenize_with_offsets(tokenizer, text: str) -> ContextTokens:
     them. A token that covers no character (a lone "▁") gets the empty span where the next
     token starts.
     """
-    if not isinstance(text, str):
-        raise TypeError(
-            f"`text` must be a str (offsets index its characters). "
-            f"Received: text of type {type(text).__name__}"
-        )
+    _require_str(text)
     if tokenizer.wordpiece:
         ids, starts, ends = wordpiece_offsets.tokenize_with_offsets(tokenizer._wordpiece, text)
         return ContextTokens(ids=ids, starts=starts, ends=ends)
@@ -185,6 +220,49 @@ def decoded_characters(text: tf.Tensor) -> dict:
     chars = tf.strings.unicode_split(text, "UTF-8")  # (batch, None)
     is_space = tf.strings.regex_full_match(chars.flat_values, whitespace_class())
     return {"text": text, "chars": chars, "is_space": is_space, "row_starts": chars.row_starts()}
+
+
+def _whitespace_words_graph(characters: dict) -> dict:
+    """`starts` and `ends` of the whitespace-separated words (ragged int64, local)."""
+    chars, is_space = characters["chars"], characters["is_space"]
+    flat_index = tf.range(tf.size(is_space, tf.int64))
+    local = flat_index - tf.gather(characters["row_starts"], chars.value_rowids())
+    previous_space = tf.concat([[True], is_space[:-1]], 0) | (local == 0)
+    next_space = tf.concat([is_space[1:], [True]], 0) | (
+        local == tf.gather(chars.row_lengths() - 1, chars.value_rowids())
+    )
+    starts = chars.with_flat_values(~is_space & previous_space)
+    ends = chars.with_flat_values(~is_space & next_space)
+    return {
+        "starts": tf.ragged.boolean_mask(chars.with_flat_values(local), starts),
+        "ends": tf.ragged.boolean_mask(chars.with_flat_values(local + 1), ends),
+    }
+
+
+def words_with_offsets_graph(tokenizer, text: tf.Tensor) -> dict:
+    """`words_with_offsets` of `[batch]` `tf.string` texts (invalid UTF-8 becomes U+FFFD):
+    `words` (`tf.string`), `starts`, `ends` (int64, local offsets), ragged `[batch, None]`."""
+    characters = decoded_characters(text)
+    if tokenizer.wordpiece:
+        spans = wordpiece_offsets.words_with_offsets_graph(tokenizer._wordpiece, characters)
+    else:
+        spans = _whitespace_words_graph(characters)
+    # Each word is the join of its characters (a substr of the whole text per word would
+    # copy the text once per word). The spans are disjoint and in order: a character belongs
+    # to the last word starting at or before it, if it ends after the character.
+    chars, row_starts = characters["chars"], characters["row_starts"]
+    starts, ends = spans["starts"], spans["ends"]
+    word_row_starts = tf.gather(row_starts, starts.value_rowids())
+    word_starts = starts.flat_values + word_row_starts  # (num_words,) global
+    word_ends = ends.flat_values + word_row_starts
+    num_words = tf.size(word_starts, out_type=tf.int64)
+    flat_index = tf.range(tf.size(chars.flat_values, out_type=tf.int64))
+    word = tf.searchsorted(word_starts, flat_index, side="right", out_type=tf.int64) - 1
+    inside = flat_index < tf.gather(tf.concat([word_ends, [0]], 0), word % (num_words + 1))
+    words = tf.strings.unsorted_segment_join(
+        tf.boolean_mask(chars.flat_values, inside), tf.boolean_mask(word, inside), num_words
+    )
+    return {"words": starts.with_flat_values(words), "starts": starts, "ends": ends}
 
 
 def trimmed_span(non_space: tf.Tensor, begin: tf.Tensor, end: tf.Tensor):
@@ -325,8 +403,11 @@ def offsets_supported(tokenizer) -> bool:
 
 
 __all__ = [
+    "TextWords",
     "decoded_characters",
     "offsets_supported",
     "tokenize_with_offsets_graph",
     "trimmed_span",
+    "words_with_offsets",
+    "words_with_offsets_graph",
 ]

@@ -61,8 +61,9 @@ def _word_spans(normalized: str, words: list[str]) -> list[tuple[int, int]] | No
     return spans if not normalized[position:].strip() else None
 
 
-def tokenize_with_offsets(wordpiece: Wordpiece, text: str) -> tuple[list, list, list]:
-    """Ids, starts and ends of the WordPiece tokens of `text` (see the module docstring)."""
+def _aligned_words(wordpiece: Wordpiece, text: str):
+    """The normalized text, its words' `[begin, end)` in it (`Wordpiece.words`), and the
+    function that maps a span of the normalized text to the text's span."""
     options = (wordpiece.lowercase, wordpiece.strip_accents)
     # Per text character: whether the accent stripping drops it (a mark); per normalized
     # character: the text character it came from.
@@ -83,6 +84,19 @@ def tokenize_with_offsets(wordpiece: Wordpiece, text: str) -> tuple[list, list, 
             stop += 1
         return origins[begin], stop
 
+    return normalized, words, span
+
+
+def words_with_offsets(wordpiece: Wordpiece, text: str) -> list[tuple[int, int]]:
+    """The `[start, end)` span in `text` of each word of `Wordpiece.words(text)` (BERT's
+    basic tokenization: every CJK ideograph and every punctuation character a word)."""
+    _, words, span = _aligned_words(wordpiece, text)
+    return [span(begin, end) for begin, end in words]
+
+
+def tokenize_with_offsets(wordpiece: Wordpiece, text: str) -> tuple[list, list, list]:
+    """Ids, starts and ends of the WordPiece tokens of `text` (see the module docstring)."""
+    normalized, words, span = _aligned_words(wordpiece, text)
     ids, starts, ends = [], [], []
     for begin, end in words:
         pieces = wordpiece.split_word(normalized[begin:end])
@@ -105,12 +119,11 @@ def tokenize_with_offsets(wordpiece: Wordpiece, text: str) -> tuple[list, list, 
 # Graph path.
 
 
-def tokenize_with_offsets_graph(wordpiece: Wordpiece, characters: dict) -> dict:
-    """Token ids and character spans of texts already split into `characters`
-    (`keras_albert.text.offsets.decoded_characters`).
-
-    Returns `ids` (int32), `starts`, `ends` (int64, local offsets), ragged `[batch, None]`.
-    """
+def _aligned_words_graph(wordpiece: Wordpiece, characters: dict):
+    """The words of the normalized texts (`Wordpiece.words_graph`, ragged `[batch, None]`),
+    their `[begin, end)` byte offsets in the concatenation of the normalized texts (flat
+    int64), and the function that maps such byte offsets to global `[start, stop)` character
+    indices of the texts."""
     chars = characters["chars"]  # (batch, None) one-character strings
     num_chars = tf.size(chars.flat_values, out_type=tf.int64)
     prepared = prepare_graph(chars.flat_values)  # (num_chars,)
@@ -122,33 +135,66 @@ def tokenize_with_offsets_graph(wordpiece: Wordpiece, characters: dict) -> dict:
     )  # (batch,)
     origins = tf.repeat(tf.range(num_chars), widths)  # text character of each normalized one
 
-    words, word_begins, _ = tf_text.regex_split_with_offsets(normalized, *word_split_patterns())
-    ids, piece_begins, piece_ends = wordpiece.split_words_graph(words.flat_values)
-    piece_words = ids.value_rowids()  # (num_pieces,)
-
+    words, word_begins, word_ends = tf_text.regex_split_with_offsets(
+        normalized, *word_split_patterns()
+    )
     # Byte offsets in the concatenation of the normalized texts → its character indices.
     byte_base = tf.math.cumsum(tf.cast(tf.strings.length(normalized), tf.int64), exclusive=True)
-    word_base = tf.gather(
-        word_begins.flat_values + tf.gather(byte_base, words.value_rowids()), piece_words
-    )
+    word_base = tf.gather(byte_base, words.value_rowids())
     _, char_bytes = tf.strings.unicode_decode_with_offsets(normalized, "UTF-8")
     global_char_bytes = (char_bytes + tf.expand_dims(byte_base, 1)).flat_values
-    begin = tf.searchsorted(
-        global_char_bytes, word_base + piece_begins.flat_values, out_type=tf.int64
-    )
-    end = tf.searchsorted(global_char_bytes, word_base + piece_ends.flat_values, out_type=tf.int64)
     last_origin = tf.maximum(tf.size(origins, out_type=tf.int64) - 1, 0)
     safe_origins = tf.concat([origins, [0]], 0)
-    start = tf.gather(safe_origins, tf.minimum(begin, last_origin))
-    stop = tf.gather(safe_origins, tf.minimum(end - 1, last_origin)) + 1
-    # Extended over the marks after it: to the next character that is no mark, or the end of
-    # its row.
+    # A span is extended over the marks after it: to the next character that is no mark, or
+    # the end of its row.
     row_starts, row_lengths = characters["row_starts"], chars.row_lengths()
     no_mark = tf.where((widths > 0) | (tf.strings.length(prepared) == 0))[:, 0]
     stoppers = tf.sort(tf.concat([no_mark, row_starts + row_lengths], 0))
-    stop_index = tf.searchsorted(stoppers, stop, out_type=tf.int64)
-    stop = tf.gather(tf.concat([stoppers, [num_chars]], 0), stop_index)
+    stoppers = tf.concat([stoppers, [num_chars]], 0)
 
+    def text_span(begin_bytes: tf.Tensor, end_bytes: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        begin = tf.searchsorted(global_char_bytes, begin_bytes, out_type=tf.int64)
+        end = tf.searchsorted(global_char_bytes, end_bytes, out_type=tf.int64)
+        start = tf.gather(safe_origins, tf.minimum(begin, last_origin))
+        stop = tf.gather(safe_origins, tf.minimum(end - 1, last_origin)) + 1
+        stop = tf.gather(stoppers, tf.searchsorted(stoppers, stop, out_type=tf.int64))
+        return start, stop
+
+    return (
+        words,
+        word_begins.flat_values + word_base,
+        word_ends.flat_values + word_base,
+        text_span,
+    )
+
+
+def words_with_offsets_graph(wordpiece: Wordpiece, characters: dict) -> dict:
+    """`words_with_offsets` of texts already split into `characters`
+    (`keras_albert.text.offsets.decoded_characters`): `starts`, `ends` (int64, local
+    offsets), ragged `[batch, None]`."""
+    words, begins, ends, text_span = _aligned_words_graph(wordpiece, characters)
+    start, stop = text_span(begins, ends)
+    row_starts = tf.gather(characters["row_starts"], words.value_rowids())
+    return {
+        "starts": words.with_flat_values(start - row_starts),
+        "ends": words.with_flat_values(stop - row_starts),
+    }
+
+
+def tokenize_with_offsets_graph(wordpiece: Wordpiece, characters: dict) -> dict:
+    """Token ids and character spans of texts already split into `characters`
+    (`keras_albert.text.offsets.decoded_characters`).
+
+    Returns `ids` (int32), `starts`, `ends` (int64, local offsets), ragged `[batch, None]`.
+    """
+    words, word_begins, _, text_span = _aligned_words_graph(wordpiece, characters)
+    ids, piece_begins, piece_ends = wordpiece.split_words_graph(words.flat_values)
+    piece_words = ids.value_rowids()  # (num_pieces,)
+    word_base = tf.gather(word_begins, piece_words)
+    start, stop = text_span(
+        word_base + piece_begins.flat_values, word_base + piece_ends.flat_values
+    )
+    row_starts = characters["row_starts"]
     piece_row_starts = tf.gather(row_starts, tf.gather(words.value_rowids(), piece_words))
     token_rows = words.with_flat_values(ids).merge_dims(1, 2)  # (batch, None)
     return {
@@ -158,4 +204,9 @@ def tokenize_with_offsets_graph(wordpiece: Wordpiece, characters: dict) -> dict:
     }
 
 
-__all__ = ["tokenize_with_offsets", "tokenize_with_offsets_graph"]
+__all__ = [
+    "tokenize_with_offsets",
+    "tokenize_with_offsets_graph",
+    "words_with_offsets",
+    "words_with_offsets_graph",
+]
