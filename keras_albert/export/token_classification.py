@@ -1,16 +1,21 @@
-"""The named-entity SavedModel: a text in, a tag for every whitespace-separated word out.
+"""The named-entity SavedModel: a text in, a tag for every word out.
 
 Signatures of `TokenClassificationServingModule` (an `AlbertTokenClassifier`):
 
-- `serving_default`: `text` (`tf.string [batch]`) → per word, the words being the text's
-  whitespace split (Python `str.split()`, after invalid UTF-8 became U+FFFD), padded to the
-  batch's most words `max_words`:
-  `words` (`string [batch, max_words]`, padding ""), `word_start`, `word_end` (`int32`, the
-  word's `[start, end)` character span in the text: code points, i.e. Python `str` indices;
-  padding -1), `tags` (`string`, the model's label names; padding ""), `probabilities`
-  (`float32 [batch, max_words, num_labels]`, softmax at the word's first piece; padding 0),
-  and `num_words` (`int32 [batch]`). A word past the packed length (its first piece beyond
-  `max_sequence_length - 2`) is tagged "O" with probabilities 0, as the evaluation does.
+- `serving_default`: `text` (`tf.string [batch]`) → per word, padded to the batch's most
+  words `max_words`. The words are `keras_albert.text.offsets.words_with_offsets` of the text
+  (after invalid UTF-8 became U+FFFD): its whitespace split (Python `str.split()`) for
+  SentencePiece; for WordPiece (the Chinese releases) BERT's basic tokenization, the
+  whitespace split with every CJK ideograph and every punctuation character a word of its
+  own, so that unspaced Chinese is tagged character by character, as the character-per-line
+  CoNLL files it is trained on.
+  `words` (`string [batch, max_words]`, the text's own substrings; padding ""), `word_start`,
+  `word_end` (`int32`, the word's `[start, end)` character span in the text: code points,
+  i.e. Python `str` indices; padding -1), `tags` (`string`, the model's label names; padding
+  ""), `probabilities` (`float32 [batch, max_words, num_labels]`, softmax at the word's first
+  piece; padding 0), and `num_words` (`int32 [batch]`). A word past the packed length (its
+  first piece beyond `max_sequence_length - 2`) is tagged "O" with probabilities 0, as the
+  evaluation does.
 - `serve_token_ids`: `token_ids`, `segment_ids`, `padding_mask` → `logits`
   (`float32 [batch, seq, num_labels]`).
 
@@ -32,7 +37,7 @@ from keras_albert.export.task_serving import (
 )
 from keras_albert.finetuning.ner.features import OUTSIDE, encode_words
 from keras_albert.models import AlbertTokenClassifier
-from keras_albert.text.offsets import decoded_characters
+from keras_albert.text.offsets import words_with_offsets_graph
 
 WARMUP_TEXTS = ("Jane Austen lived in Bath .", "", "@user loves New York 🗽")
 
@@ -75,33 +80,6 @@ class TokenClassificationServingModule(TaskServingModule):
     def token_outputs(self, inputs: dict) -> dict:
         return {"logits": tf.cast(self.call_model(inputs), tf.float32)}  # (batch, seq, tags)
 
-    def split_words(self, text: tf.Tensor) -> dict:
-        """Whitespace-separated words of `[batch]` texts and their character spans (ragged)."""
-        characters = decoded_characters(text)
-        chars, is_space = characters["chars"], characters["is_space"]
-        flat_index = tf.range(tf.size(is_space, tf.int64))
-        local = flat_index - tf.gather(characters["row_starts"], chars.value_rowids())
-        previous_space = tf.concat([[True], is_space[:-1]], 0) | (local == 0)
-        next_space = tf.concat([is_space[1:], [True]], 0) | (
-            local == tf.gather(chars.row_lengths() - 1, chars.value_rowids())
-        )
-        starts = tf.ragged.boolean_mask(
-            chars.with_flat_values(local), chars.with_flat_values(~is_space & previous_space)
-        )
-        ends = tf.ragged.boolean_mask(
-            chars.with_flat_values(local + 1), chars.with_flat_values(~is_space & next_space)
-        )
-        # Each word is the join of its characters (a substr of the whole text per word would
-        # copy the text once per word).
-        is_start = ~is_space & previous_space
-        word_of_char = tf.math.cumsum(tf.cast(is_start, tf.int64)) - 1
-        words = tf.strings.unsorted_segment_join(
-            tf.boolean_mask(chars.flat_values, ~is_space),
-            tf.boolean_mask(word_of_char, ~is_space),
-            tf.size(starts.flat_values, tf.int64),
-        )
-        return {"words": starts.with_flat_values(words), "starts": starts, "ends": ends}
-
     def pack(self, words: tf.RaggedTensor) -> dict:
         encoded = encode_words(self.tokenizer, words, self.max_sequence_length)
         positions = encoded.pop("word_positions")
@@ -109,7 +87,7 @@ class TokenClassificationServingModule(TaskServingModule):
         return {name: value[:, :longest] for name, value in encoded.items()}, positions
 
     def tag(self, text: tf.Tensor) -> dict:
-        split = self.split_words(text)
+        split = words_with_offsets_graph(self.tokenizer, text)
         inputs, positions = self.pack(split["words"])
         logits = tf.cast(self.call_model(inputs), tf.float32)
         probabilities = tf.nn.softmax(logits, axis=-1)  # (batch, seq, labels)
@@ -138,6 +116,7 @@ class TokenClassificationServingModule(TaskServingModule):
         for batch_size in (1, 2, 4, 8):
             batch = tf.constant([texts[i % len(texts)] for i in range(batch_size)]).numpy()
             result.append((SERVING_DEFAULT, {"text": batch}))
-            inputs, _ = self.pack(self.split_words(tf.constant(batch))["words"])
+            words = words_with_offsets_graph(self.tokenizer, tf.constant(batch))["words"]
+            inputs, _ = self.pack(words)
             result.append((SERVE_TOKEN_IDS, {k: v.numpy() for k, v in inputs.items()}))
         return result

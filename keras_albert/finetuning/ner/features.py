@@ -12,6 +12,11 @@ skip. A word that tokenizes to no piece at all (only characters the normalizer r
 gets one `<unk>` piece, so every word has a first piece. Words whose first piece falls past
 `sequence_length - 2` are cut: they are counted (`num_cut_words`) and predicted `O`.
 
+Raw texts (what the NER export serves) become sentences with `text_sentences`: their words are
+`keras_albert.text.offsets.words_with_offsets`, the whitespace split for SentencePiece and, for
+WordPiece, BERT's basic tokenization (each CJK ideograph and punctuation character a word, as
+in the character-per-line Chinese NER files), the one definition the export's graph follows.
+
 Scores (`entity_scores`) are conlleval's: a chunk starts at `B-X`, or at `I-X` after `O` or
 after a chunk of another type; precision, recall and F1 count exact (type, start, end) matches,
 per type and micro-averaged. The tests check them against `seqeval` on real files.
@@ -29,6 +34,7 @@ import tensorflow as tf
 
 from keras_albert.finetuning.ner.defaults import SEQUENCE_LENGTH
 from keras_albert.text.files import write_text_atomically
+from keras_albert.text.offsets import words_with_offsets
 from keras_albert.text.packing import concat_rows
 from keras_albert.text.pipeline import example_batches
 from keras_albert.validation import require_int, require_not_directory
@@ -117,6 +123,13 @@ def read_conll(path: str | os.PathLike, labeled: bool = True, name: str = "path"
     if not sentences.words:
         raise ConllFormatError(f"{path}: no sentences in the file")
     return sentences
+
+
+def text_sentences(tokenizer, texts: Sequence[str]) -> ConllSentences:
+    """Unlabeled sentences of raw `texts`, their words split as the NER export splits them
+    (`words_with_offsets`); "line" `i + 1` is text `i`."""
+    words = [words_with_offsets(tokenizer, text).words for text in texts]
+    return ConllSentences("<texts>", words, None, list(range(1, len(words) + 1)))
 
 
 def label_list(tag_sequences: Sequence[Sequence[str]]) -> list[str]:
