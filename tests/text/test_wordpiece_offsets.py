@@ -21,6 +21,8 @@ from keras_albert.text.offsets import (
     offsets_supported,
     tokenize_with_offsets,
     tokenize_with_offsets_graph,
+    words_with_offsets,
+    words_with_offsets_graph,
 )
 from keras_albert.text.tokenizer import AlbertTokenizer
 from keras_albert.text.wordpiece import MAX_CHARACTERS_PER_WORD
@@ -31,6 +33,7 @@ from tests.text.test_wordpiece import (
     load_poems,
     load_reviews,
 )
+from tests.text.text_data import ALBERT_MODEL
 
 CASES = [
     "Crème Brûlée, Café naïve façade résumé Ångström über Müller",
@@ -230,3 +233,88 @@ def test_cased_vocabulary_offsets_equal_hugging_face():
     counts = compare(tokenizer, reference, texts)
     # Without accent stripping nothing is dropped after a letter.
     assert counts["ids"] == 0 and counts["equal"] == counts["tokens"] > 10
+
+
+# ---------------------------------------------------------------------------------------------
+# Words (what the NER export tags): BERT's basic-tokenization words as spans of the text.
+
+WORD_CASES = [
+    "北京欢迎你",
+    "我是10月20日入住的，房间很好！Crème brûlée😀😀，cafe\u0301。",
+    "ＡＢＣ１２３，ｈｅｌｌｏ！全角　空格「引号」",
+    "  北京\t\t欢迎\n你  ",
+    "emoji👩\u200d👩\u200d👧北🇫🇷京✌🏽 ok",
+    "a≠b x\u1fefy ab\x00cd 北\x1b[1m京\u200b",
+    "\u200b\x1b",
+]
+
+
+def graph_words(tokenizer, texts):
+    words = words_with_offsets_graph(tokenizer, tf.constant(texts))
+    return [
+        (row_words, row_starts, row_ends)
+        for row_words, row_starts, row_ends in zip(
+            [[word.decode() for word in row] for row in words["words"].to_list()],
+            words["starts"].to_list(),
+            words["ends"].to_list(),
+            strict=True,
+        )
+    ]
+
+
+def python_words(tokenizer, texts):
+    return [
+        (split.words, split.starts, split.ends)
+        for split in (words_with_offsets(tokenizer, text) for text in texts)
+    ]
+
+
+def test_words_both_paths_equal_and_tokenize_as_the_text(tokenizer):
+    texts = load_reviews() + load_poems() + CASES + HARD_STRINGS + WORD_CASES
+    python = python_words(tokenizer, texts)
+    assert graph_words(tokenizer, texts) == python
+    context_dependent = []
+    for text, (words, starts, ends) in zip(texts, python, strict=True):
+        assert [text[start:end] for start, end in zip(starts, ends, strict=True)] == words
+        # Each word, tokenized on its own (as the NER alignment does), is one word of the
+        # basic tokenization, and together they are the text's words, hence its tokens.
+        normalized = [tokenizer._wordpiece.words(word) for word in words]
+        assert all(len(row) == 1 for row in normalized), text
+        if [row[0] for row in normalized] != tokenizer._wordpiece.words(text):
+            context_dependent.append(text)
+        else:
+            assert [i for word in words for i in tokenizer.encode(word)] == tokenizer.encode(text)
+    # But one: "ΑΣ" alone lowercases to "ας" (final sigma), in "ΑΣ.Β" to "ασ".
+    assert context_dependent == [CASES[8]]
+    assert sum(len(words) for words, _, _ in python) > 30000
+
+
+def test_words_on_examples(tokenizer):
+    def words(text):
+        return words_with_offsets(tokenizer, text).words
+
+    assert words("北京欢迎你") == words("北 京 欢 迎 你") == ["北", "京", "欢", "迎", "你"]
+    assert words_with_offsets(tokenizer, "北 京").starts == [0, 2]
+    # Latin words and numbers stay whole, punctuation is a word; the words are the caller's
+    # text (case, accents, full-width forms), control characters inside a word kept.
+    assert words("我是10月20日，Café！") == ["我", "是", "10", "月", "20", "日", "，", "Café", "！"]
+    assert words("ＡＢＣ，cafe\u0301.x") == ["ＡＢＣ", "，", "cafe\u0301", ".", "x"]
+    assert words("ab\x00cd 😀x 北\x1b京") == ["ab\x00cd", "😀x", "北", "京"]
+    assert words("\u200b\x1b ") == words("") == []
+
+
+def test_words_in_a_batch_with_invalid_utf8(tokenizer):
+    raw = [b"ab\xffcd \xe2\x82 \xe4\xb8\xadx", b"", b"\x80\x80 \xe4\xb8\xad\xe6\x96\x87"]
+    decoded = [text.decode("utf-8", "replace") for text in raw]
+    assert graph_words(tokenizer, raw) == python_words(tokenizer, decoded)
+    assert python_words(tokenizer, decoded)[2][0] == ["中", "文"]  # U+FFFD is dropped
+
+
+def test_sentencepiece_words_stay_the_whitespace_split():
+    tokenizer = AlbertTokenizer(ALBERT_MODEL)
+    texts = ["北京欢迎你", " Jane  Austen,\tBath\u3000ok\u2028x ", "", "\u200b a"]
+    python = python_words(tokenizer, texts)
+    assert graph_words(tokenizer, texts) == python
+    assert [words for words, _, _ in python] == [text.split() for text in texts]
+    with pytest.raises(TypeError, match="`text` must be a str .*Received: text of type bytes"):
+        words_with_offsets(tokenizer, b"x")
