@@ -5,7 +5,8 @@ exported string-in from the run's `best.keras` (`vocab.txt` beside it), and serv
 process without keras_albert (`serving_harness.py`, the TF1 session loader). The served answers
 must equal the in-process Python path, as tests/export/test_task_exports.py checks for
 SentencePiece: `squad_features` + Keras + `decode_null_span` for QA, `make_ner_dataset` +
-Keras + `word_predictions` for NER.
+Keras + `word_predictions` for NER. NER texts are also sent unspaced: their words (each
+ideograph one) are `text_sentences`' and are tagged as the spaced text.
 """
 
 import json
@@ -26,6 +27,7 @@ from keras_albert.finetuning.ner.features import (
     ConllSentences,
     make_ner_dataset,
     read_conll,
+    text_sentences,
     word_predictions,
 )
 from keras_albert.finetuning.squad.features import read_squad_examples, squad_features
@@ -51,6 +53,16 @@ BAD_QA = {
     "empty_context": ("在哪里？", ""),
     "long_context": ("几分钟？", "房间干净，离地铁站步行5分钟。" * 1400),  # 21,000 characters
 }
+# Texts as a client sends them: unspaced Chinese (a word per ideograph), mixed with Latin
+# words, numbers, punctuation, emoji, full-width forms, odd whitespace and control characters.
+ODD_NER = [
+    "北京欢迎你",
+    "北 京 欢 迎 你",
+    "我是10月20日入住的，国航Crème brûlée😀很好！ＡＢＣ（全角）",
+    "  上海\t\t浦东\u3000机场\n\x1b[1m东方航空\u200b  ",
+    b"\xff\xe5\x8c\x97\xe4\xba\xac\xc3 ok",
+    "",
+]
 
 
 @pytest.fixture(scope="module")
@@ -120,6 +132,11 @@ def served(runs):
             "real": {
                 "text": np.array([" ".join(words).encode() for words in sentences.words], object)
             },
+            # The same sentences unspaced: with WordPiece, the same words.
+            "unspaced": {
+                "text": np.array(["".join(words).encode() for words in sentences.words], object)
+            },
+            "odd": {"text": np.array([_bytes(text) for text in ODD_NER], object)},
         },
     }
     job = {"exports": [], "models_config": str(root / "saved_models" / "models.config")}
@@ -217,10 +234,9 @@ def test_qa_odd_inputs_equal_the_python_post_processing(served):
     assert all(value.shape[0] == 0 for value in empty.values())
 
 
-def test_ner_served_tags_equal_keras(served):
+def python_tags(model, sentences):
+    """Tags and first-piece probabilities of every word: make_ner_dataset + Keras."""
     tokenizer = AlbertTokenizer(VOCABULARY)
-    sentences = served["sentences"]
-    model = served["models"]["ner"]
     unlabeled = ConllSentences("x", sentences.words, None, sentences.line_numbers)
     tags, probabilities = [], []
     for features, positions in make_ner_dataset(
@@ -231,19 +247,53 @@ def test_ner_served_tags_equal_keras(served):
         soft = tf.nn.softmax(logits).numpy()
         probabilities += [[soft[row, p] for p in row_positions] for row, row_positions in
                           enumerate(positions.to_list())]  # fmt: skip
+    return tags, probabilities
+
+
+def check_ner(actual, texts, words, tags, probabilities):
+    for row, row_words in enumerate(words):
+        count = int(actual["num_words"][row])
+        assert [word.decode() for word in actual["words"][row, :count]] == row_words
+        text = _bytes(texts[row]).decode("utf-8", "replace")
+        spans = zip(actual["word_start"][row, :count], actual["word_end"][row, :count], strict=True)
+        assert [text[start:end] for start, end in spans] == row_words
+        assert [tag.decode() for tag in actual["tags"][row, :count]] == tags[row]
+        if count:
+            np.testing.assert_allclose(
+                actual["probabilities"][row, :count], np.array(probabilities[row]), atol=1e-5
+            )
+
+
+def test_ner_served_tags_equal_keras(served):
+    sentences = served["sentences"]
+    tags, probabilities = python_tags(served["models"]["ner"], sentences)
     actual = served["outputs"]["ner"]["real"]
     texts = served["requests"]["ner"]["real"]["text"]
-    for row, words in enumerate(sentences.words):
-        count = int(actual["num_words"][row])
-        assert [word.decode() for word in actual["words"][row, :count]] == words
-        text = texts[row].decode()
-        spans = zip(actual["word_start"][row, :count], actual["word_end"][row, :count], strict=True)
-        assert [text[start:end] for start, end in spans] == words
-        assert [tag.decode() for tag in actual["tags"][row, :count]] == tags[row]
-        np.testing.assert_allclose(
-            actual["probabilities"][row, :count], np.array(probabilities[row]), atol=1e-5
-        )
+    check_ner(actual, texts, sentences.words, tags, probabilities)
     assert len({tag for row in tags for tag in row}) > 1
+
+
+def test_ner_unspaced_chinese_is_tagged_per_character(served):
+    sentences = served["sentences"]
+    tags, probabilities = python_tags(served["models"]["ner"], sentences)
+    # The unspaced sentences give the words, tags and probabilities of the spaced ones.
+    unspaced = served["requests"]["ner"]["unspaced"]["text"]
+    actual = served["outputs"]["ner"]["unspaced"]
+    check_ner(actual, unspaced, sentences.words, tags, probabilities)
+    spaced = served["outputs"]["ner"]["real"]
+    for name in ("words", "tags", "num_words"):
+        np.testing.assert_array_equal(actual[name], spaced[name])
+    # Client texts: the served words are text_sentences' (the Python side), tagged alike.
+    odd = text_sentences(AlbertTokenizer(VOCABULARY), [
+        _bytes(text).decode("utf-8", "replace") for text in ODD_NER
+    ])  # fmt: skip
+    assert odd.words[0] == odd.words[1] == list("北京欢迎你")
+    assert odd.words[4] == ["北", "京", "ok"] and odd.words[5] == []
+    odd_tags, odd_probabilities = python_tags(served["models"]["ner"], odd)
+    actual = served["outputs"]["ner"]["odd"]
+    check_ner(actual, ODD_NER, odd.words, odd_tags, odd_probabilities)
+    assert actual["tags"][0].tolist() == actual["tags"][1].tolist()
+    np.testing.assert_allclose(actual["probabilities"][0], actual["probabilities"][1], atol=1e-6)
 
 
 def test_exports_use_only_servable_ops_and_carry_the_vocabulary(served):
