@@ -21,6 +21,10 @@ in code points of the caller's text, before the basic tokenization changed it:
 - an `[UNK]` token (a word the vocabulary cannot spell, or one over 200 characters) spans its
   whole word.
 
+`words_with_offsets` / `words_with_offsets_graph` give the words' own spans by the same rules
+(what the NER export tags). A word tokenized on its own gives the pieces it has in the whole
+text, except where lowercasing depends on the context: "ΑΣ" alone is "ας", in "ΑΣ.Β" "ασ".
+
 Offsets count code points of the text after invalid UTF-8 became U+FFFD (which the tokenizer
 drops), i.e. Python `str` indices. Hugging Face's `BertTokenizerFast` offsets agree but after a
 decomposed accent: its spans leave the marks out, so that an answer ending in a decomposed
