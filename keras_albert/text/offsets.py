@@ -21,6 +21,10 @@ paths:
 Character offsets count code points of the text after invalid UTF-8 is replaced by U+FFFD
 (one per maximal invalid subsequence), i.e. Python `str` indices of the decoded text. The graph
 path is vectorized over the flattened batch (global indices); no Python function runs in it.
+
+`words_with_offsets` / `words_with_offsets_graph` give the words the tokenizer splits into
+pieces as spans of the text (what the NER export tags): the whitespace split for SentencePiece,
+BERT's basic-tokenization words for WordPiece.
 """
 
 from __future__ import annotations
@@ -72,8 +76,8 @@ def words_with_offsets(tokenizer, text: str) -> TextWords:
 
     SentencePiece: the whitespace split (Python `str.split()`). WordPiece: the words of BERT's
     basic tokenization (`keras_albert.text.wordpiece_offsets.words_with_offsets`): the
-    whitespace split, and besides every CJK ideograph and every punctuation character a word
-    of its own, so that unspaced Chinese is one word per character. Each word is the text's
+    whitespace split with every CJK ideograph and every punctuation character a word of its
+    own, so that unspaced Chinese is one word per character. Each word is the text's
     substring at its span, not the normalized word.
     """
     _require_str(text)
@@ -258,6 +262,7 @@ def words_with_offsets_graph(tokenizer, text: tf.Tensor) -> dict:
     num_words = tf.size(word_starts, out_type=tf.int64)
     flat_index = tf.range(tf.size(chars.flat_values, out_type=tf.int64))
     word = tf.searchsorted(word_starts, flat_index, side="right", out_type=tf.int64) - 1
+    # A character before the first word (word -1) reads the appended end 0: outside.
     inside = flat_index < tf.gather(tf.concat([word_ends, [0]], 0), word % (num_words + 1))
     words = tf.strings.unsorted_segment_join(
         tf.boolean_mask(chars.flat_values, inside), tf.boolean_mask(word, inside), num_words
