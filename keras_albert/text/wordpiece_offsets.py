@@ -71,13 +71,13 @@ def _aligned_words(wordpiece: Wordpiece, text: str):
     options = (wordpiece.lowercase, wordpiece.strip_accents)
     # Per text character: whether the accent stripping drops it (a mark); per normalized
     # character: the text character it came from.
+    prepared = [prepare_character(char) for char in text]
     marks, origins = [], []
-    for index, char in enumerate(text):
-        prepared = prepare_character(char)
-        width = len(lower_and_strip(prepared, *options))
-        marks.append(bool(prepared) and not width)
+    for index, character in enumerate(prepared):
+        width = len(lower_and_strip(character, *options))
+        marks.append(bool(character) and not width)
         origins.extend([index] * width)
-    normalized = lower_and_strip("".join(prepare_character(char) for char in text), *options)
+    normalized = lower_and_strip("".join(prepared), *options)
     words = _word_spans(normalized, wordpiece.words(text))
     if words is None or len(normalized) != len(origins):
         raise ValueError(f"Character alignment failed for the text beginning {text[:60]!r}")
