@@ -14,10 +14,19 @@ step count. Tabulated per precision (mean and range over the seeds): the held-ou
 accuracy at the end of pretraining, and the SST-2 dev accuracy (best of the fine-tuning run's
 evaluations, as the main job reports it) from the pretrained model and from scratch; then
 each precision's difference to float32. Writes `--results-json` and a plot beside it.
+
+One fine-tuning of this small model moves by about a point with any change of rounding, so
+`--finetune-seeds 0,1,2,3,4` also fine-tunes every pretrained checkpoint with each of those
+seeds (the main job's own SST-2 options, only the seed changed; into
+`<run>/finetuning_seeds/<precision>-f<seed>/`) and tabulates the mean and the median over
+them per checkpoint (the ALBERT paper reports the median of five fine-tuning runs).
+`--cross` fine-tunes every checkpoint in every precision of `--precisions` as well: which of
+pretraining and fine-tuning a difference comes from.
 """
 
 import argparse
 import json
+import multiprocessing
 import os
 import statistics
 import subprocess
@@ -71,20 +80,134 @@ def read_run(output_dir: str, precision: str, seed: int) -> dict:
     }
 
 
+def finetuning_directory(output_dir: str, precision: str, seed: int, fine: str, fine_seed: int):
+    return os.path.join(
+        run_directory(output_dir, precision, seed), "finetuning_seeds", f"{fine}-f{fine_seed}"
+    )
+
+
+def _finetune(options: dict) -> None:
+    os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    from keras_albert.finetuning.driver import finetune
+    from keras_albert.finetuning.options import FinetuningOptions
+
+    finetune(FinetuningOptions(**options))
+
+
+def finetune_again(output_dir: str, precision: str, seed: int, fine: str, fine_seed: int) -> float:
+    """The best SST-2 dev accuracy of the main job's fine-tuning of (precision, seed)'s
+    pretrained checkpoint, run again in `fine` precision with `fine_seed`: the main job's own
+    run where that is what it ran, a fresh process (skipped when finished) otherwise."""
+    steps = os.path.join(run_directory(output_dir, precision, seed), "steps")
+    with open(os.path.join(steps, "finetuning.json"), encoding="utf-8") as file:
+        (run,) = json.load(file)["pretrained"]["runs"]
+    options = dict(run["summary"]["options"])
+    if (fine, fine_seed) == (options["precision"], options["seed"]):
+        return run["summary"]["best"]["accuracy"]
+    directory = finetuning_directory(output_dir, precision, seed, fine, fine_seed)
+    summary = os.path.join(directory, "summary.json")
+    if not os.path.exists(summary):
+        print(f"== {precision}-s{seed} fine-tuned in {fine}, seed {fine_seed}", flush=True)
+        options.update(output_dir=directory, precision=fine, seed=fine_seed, verbose=0, force=True)
+        options = {k: tuple(v) if isinstance(v, list) else v for k, v in options.items()}
+        process = multiprocessing.get_context("spawn").Process(target=_finetune, args=(options,))
+        process.start()
+        process.join()
+        if process.exitcode != 0:
+            raise RuntimeError(f"fine-tuning into {directory} exited with {process.exitcode}")
+    with open(summary, encoding="utf-8") as file:
+        return json.load(file)["best"]["accuracy"]
+
+
+def finetuning_grid(output_dir, precisions, seeds, cross: bool, fine_seeds) -> dict:
+    """{pretraining precision: {fine-tuning precision: {"values": per pretraining seed, the
+    accuracies over `fine_seeds` (none: the checkpoint's own seed); "mean", "median": per
+    pretraining seed}}}. Without `cross` each checkpoint is fine-tuned in its own precision."""
+    # The fine-tuning seed outermost, so an interrupted sweep has covered every checkpoint alike.
+    for fine_seed in fine_seeds or [None]:
+        for seed in seeds:
+            for precision in precisions:
+                for fine in precisions if cross else [precision]:
+                    finetune_again(
+                        output_dir, precision, seed, fine, seed if fine_seed is None else fine_seed
+                    )
+    grid = {}
+    for precision in precisions:
+        grid[precision] = {}
+        for fine in precisions if cross else [precision]:
+            values = [
+                [finetune_again(output_dir, precision, s, fine, f) for f in fine_seeds or [s]]
+                for s in seeds
+            ]
+            grid[precision][fine] = {
+                "values": values,
+                "mean": [statistics.mean(v) for v in values],
+                "median": [statistics.median(v) for v in values],
+            }
+    return grid
+
+
+def print_grid(grid: dict, fine_seeds: list[int]) -> None:
+    which = ",".join(map(str, fine_seeds)) if fine_seeds else "the checkpoint's own"
+    print(
+        f"\nSST-2 dev from the pretrained model, fine-tuning seeds {which} per checkpoint; "
+        "per pretraining seed, then the "
+        "mean over them; difference to the float32 / float32 cell in points"
+    )
+    base = grid.get("float32", {}).get("float32")
+    for precision, row in grid.items():
+        for fine, cell in row.items():
+            for statistic in ("mean", "median"):
+                values = cell[statistic]
+                line = (
+                    f"  pretrained {precision:15s} fine-tuned {fine:15s} {statistic:6s} "
+                    + " ".join(f"{v:.4f}" for v in values)
+                    + f"  | {statistics.mean(values):.4f}"
+                )
+                if base is not None and cell is not base:
+                    differences = [
+                        100 * (mine - theirs)
+                        for mine, theirs in zip(values, base[statistic], strict=True)
+                    ]
+                    line += (
+                        f"   {statistics.mean(differences):+.2f} points "
+                        f"[{min(differences):+.2f}, {max(differences):+.2f}]"
+                    )
+                print(line)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--precisions", default="float32,mixed_bfloat16")
     parser.add_argument("--output-dir", default="runs/precision_convergence")
+    parser.add_argument(
+        "--finetune-seeds",
+        default="",
+        help="fine-tune every pretrained checkpoint with each of these seeds as well",
+    )
+    parser.add_argument(
+        "--cross",
+        action="store_true",
+        help="fine-tune every checkpoint in every precision of --precisions",
+    )
     parser.add_argument("--results-json", default=default_path(__file__))
     args = parser.parse_args()
     seeds = [int(seed) for seed in args.seeds.split(",")]
     precisions = args.precisions.split(",")
+    fine_seeds = [int(seed) for seed in args.finetune_seeds.split(",") if seed]
     os.makedirs(args.output_dir, exist_ok=True)
 
     for seed in seeds:
         for precision in precisions:
-            run_main_job(args.output_dir, precision, seed)
+            if not os.path.exists(
+                os.path.join(run_directory(args.output_dir, precision, seed), "summary.json")
+            ):
+                run_main_job(args.output_dir, precision, seed)
+    grid = None
+    if fine_seeds or args.cross:
+        grid = finetuning_grid(args.output_dir, precisions, seeds, args.cross, fine_seeds)
     runs = {p: {s: read_run(args.output_dir, p, s) for s in seeds} for p in precisions}
 
     table = {}
@@ -115,7 +238,11 @@ def main() -> None:
                     f"[{min(differences):+.2f}, {max(differences):+.2f}] per seed"
                 )
             print(line)
-    write_results(args.results_json, {"seeds": seeds, "runs": runs, "table": table})
+    results = {"seeds": seeds, "runs": runs, "table": table}
+    if grid is not None:
+        print_grid(grid, fine_seeds)
+        results.update(finetune_seeds=fine_seeds, finetuning=grid)
+    write_results(args.results_json, results)
     plot(table, os.path.splitext(args.results_json)[0] + ".png")
 
 
