@@ -23,8 +23,7 @@ import tensorflow as tf  # noqa: E402
 
 from keras_albert import AlbertClassifier  # noqa: E402
 from keras_albert.layers import ReplicaDropout  # noqa: E402
-from keras_albert.training.strategy import build_strategy  # noqa: E402
-from tests.helpers import random_inputs, tiny_backbone  # noqa: E402
+from tests.helpers import random_inputs, subprocess_strategy, tiny_backbone  # noqa: E402
 
 SEED = 3
 INPUTS = random_inputs(batch_size=2)
@@ -57,17 +56,7 @@ CASES = {
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("strategy")
-    parser.add_argument("output")
-    parser.add_argument("--logical-cpus", type=int, default=1)
-    args = parser.parse_args()
-    if args.logical_cpus > 1:
-        (cpu,) = tf.config.list_physical_devices("CPU")
-        tf.config.set_logical_device_configuration(
-            cpu, [tf.config.LogicalDeviceConfiguration()] * args.logical_cpus
-        )
-    strategy = build_strategy(args.strategy)
+    args, strategy = subprocess_strategy(argparse.ArgumentParser())
 
     def run(function):
         return strategy.experimental_local_results(tf.function(strategy.run)(function))
