@@ -18,14 +18,16 @@ class ReplicaDropout(keras.layers.Dropout):
     draws (`tf.random.fold_in`, whose documentation gives this very use). The state stays one
     variable that every replica advances alike, so a checkpoint holds it once and a resumed
     run draws the masks it would have drawn (`training.checkpoints`); the replicas' masks are
-    independent, and a function of the generator's seed, the step and the replica id. With one
-    replica (no strategy, `OneDeviceStrategy`) nothing is folded: the masks are
-    `keras.layers.Dropout`'s, bit for bit.
+    independent, each a function of the generator's seed, the number of draws before it and
+    the replica id. With one replica (no strategy, `OneDeviceStrategy`) nothing is folded: the
+    masks are `keras.layers.Dropout`'s, bit for bit.
 
     Args:
         rate: float in [0, 1), the fraction of the inputs set to 0 in training.
         seed: int or None, the generator's initial seed (None: drawn from Python's `random`,
             which `keras.utils.set_random_seed` seeds).
+        noise_shape: None only: each mask has the inputs' shape (no dropout of ALBERT's
+            shares a mask along an axis).
 
     Example:
     >>> layer = ReplicaDropout(0.5, seed=1)
@@ -33,8 +35,10 @@ class ReplicaDropout(keras.layers.Dropout):
     [[1.0, 1.0, 1.0], [1.0, 1.0, 1.0]]
     """
 
-    def __init__(self, rate, seed=None, **kwargs):
+    def __init__(self, rate, seed=None, noise_shape=None, **kwargs):
         require_rate("rate", rate)
+        if noise_shape is not None:
+            raise ValueError(f"`noise_shape` must be None. Received: noise_shape={noise_shape!r}")
         super().__init__(rate, seed=seed, **kwargs)
 
     def call(self, inputs, training=False):
@@ -46,8 +50,3 @@ class ReplicaDropout(keras.layers.Dropout):
         seed = tf.cast(tf.math.floormod(self.seed_generator.next(), tf.int32.max - 1), tf.int32)
         seed = tf.random.fold_in(seed, tf.cast(context.replica_id_in_sync_group, tf.int32))
         return tf.nn.experimental.stateless_dropout(inputs, rate=self.rate, seed=seed)
-
-    def get_config(self):
-        config = super().get_config()
-        del config["noise_shape"]  # not a constructor argument here: masks are inputs-shaped
-        return config

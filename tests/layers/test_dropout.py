@@ -53,13 +53,15 @@ def test_one_replica_draws_the_masks_of_keras_dropout(context):
 
 def test_replica_dropout_config_and_arguments(tmp_path):
     layer = ReplicaDropout(0.2, seed=1, name="dropout")
-    assert layer.get_config()["rate"] == 0.2 and "noise_shape" not in layer.get_config()
+    assert layer.get_config()["rate"] == 0.2
     check_layer_roundtrips(layer, (X,), tmp_path)
     np.testing.assert_array_equal(layer(X, training=False), X)
     for rate in (1.0, -0.1, True):
         expected = f"`rate` must be a float in [0, 1). Received: rate={rate!r}"
         with pytest.raises(ValueError, match=re.escape(expected)):
             ReplicaDropout(rate)
+    with pytest.raises(ValueError, match=re.escape("Received: noise_shape=(None, 1)")):
+        ReplicaDropout(0.1, noise_shape=(None, 1))
 
 
 def test_every_dropout_of_the_models_draws_per_replica():
