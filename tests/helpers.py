@@ -1,11 +1,14 @@
 """Helpers shared by the test suite: tiny configs, inputs, and round-trip checks."""
 
+import argparse
 import os
 
 import keras
 import numpy as np
+import tensorflow as tf
 
 from keras_albert import AlbertBackbone, AlbertConfig
+from keras_albert.training.strategy import build_strategy
 
 TINY = dict(
     vocabulary_size=64,
@@ -103,3 +106,20 @@ def ner_task(data: str, tokenizer=None, **options):
 
     options = FinetuningOptions("ner", data, data, "unused", preset="albert_base_v2", **options)
     return NerTask(options, tokenizer)
+
+
+def subprocess_strategy(parser: argparse.ArgumentParser):
+    """For a helper script run as `SCRIPT STRATEGY OUTPUT [--logical-cpus N]` (plus the
+    arguments `parser` already holds) in its own process, because logical devices and TF_CONFIG
+    must be in place before TensorFlow initializes: parses the arguments, splits the CPU into
+    N logical devices and builds the strategy. Returns `(args, strategy)`."""
+    parser.add_argument("strategy")
+    parser.add_argument("output")
+    parser.add_argument("--logical-cpus", type=int, default=1)
+    args = parser.parse_args()
+    if args.logical_cpus > 1:
+        (cpu,) = tf.config.list_physical_devices("CPU")
+        tf.config.set_logical_device_configuration(
+            cpu, [tf.config.LogicalDeviceConfiguration()] * args.logical_cpus
+        )
+    return args, build_strategy(args.strategy)

@@ -2,6 +2,7 @@
 
 from keras_albert.layers.activations import get_activation
 from keras_albert.layers.answer_class_head import AnswerClassHead
+from keras_albert.layers.dropout import ReplicaDropout
 from keras_albert.layers.factorized_embedding import FactorizedEmbedding
 from keras_albert.layers.masked_lm_head import MaskedLMHead
 from keras_albert.layers.sentence_order_head import SentenceOrderHead
@@ -16,6 +17,7 @@ __all__ = [
     "FactorizedEmbedding",
     "FeedForward",
     "MaskedLMHead",
+    "ReplicaDropout",
     "SelfAttention",
     "SentenceOrderHead",
     "TransformerEncoder",

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from keras_albert.layers.dropout import ReplicaDropout
 from keras_albert.layers.gather import gather_positions
 from keras_albert.layers.layer_norm import LayerNorm
 from keras_albert.layers.logits import logits_dense
@@ -94,7 +95,7 @@ class AnswerClassHead(keras.layers.Layer):
         )
         self.end_dense_1 = logits_dense(1, initializer_range, "end_logits_dense_1")
         self.answer_dense_0 = dense(hidden_dim, "answer_class_dense_0", activation="tanh")
-        self.answer_dropout = keras.layers.Dropout(dropout, name="answer_class_dropout")
+        self.answer_dropout = ReplicaDropout(dropout, name="answer_class_dropout")
         self.answer_dense_1 = logits_dense(
             1, initializer_range, "answer_class_dense_1", use_bias=False
         )

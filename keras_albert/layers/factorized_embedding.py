@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from keras_albert.layers.dropout import ReplicaDropout
 from keras_albert.layers.layer_norm import LayerNorm
 from keras_albert.validation import require_positive_int, require_rate
 
@@ -79,7 +80,7 @@ class FactorizedEmbedding(keras.layers.Layer):
         self.layer_norm = LayerNorm(
             epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm"
         )
-        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
+        self.dropout_layer = ReplicaDropout(dropout, dtype=self.dtype_policy, name="dropout")
         self.projection = keras.layers.Dense(
             hidden_dim,
             kernel_initializer=initializer,

@@ -10,6 +10,7 @@ import keras
 from keras import ops
 
 from keras_albert.layers.activations import get_activation
+from keras_albert.layers.dropout import ReplicaDropout
 from keras_albert.layers.layer_norm import LayerNorm, normalization_dtype
 from keras_albert.validation import (
     require_divisible,
@@ -85,10 +86,10 @@ class SelfAttention(keras.layers.Layer):
             dense = _dense(hidden_dim, self.initializer_range, self.dtype_policy, name)
             dense.build(inputs_shape)
             setattr(self, f"{name}_dense", dense)
-        self.probabilities_dropout = keras.layers.Dropout(
+        self.probabilities_dropout = ReplicaDropout(
             self.attention_dropout, dtype=self.dtype_policy, name="probabilities_dropout"
         )
-        self.output_dropout = keras.layers.Dropout(
+        self.output_dropout = ReplicaDropout(
             self.dropout, dtype=self.dtype_policy, name="output_dropout"
         )
         self.layer_norm = LayerNorm(
@@ -212,7 +213,7 @@ class FeedForward(keras.layers.Layer):
         self.intermediate_dense.build(inputs_shape)
         self.output_dense = _dense(hidden_dim, self.initializer_range, self.dtype_policy, "output")
         self.output_dense.build((*inputs_shape[:-1], self.intermediate_dim))
-        self.output_dropout = keras.layers.Dropout(
+        self.output_dropout = ReplicaDropout(
             self.dropout, dtype=self.dtype_policy, name="output_dropout"
         )
         self.layer_norm = LayerNorm(

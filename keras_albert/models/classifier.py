@@ -2,6 +2,7 @@
 
 import keras
 
+from keras_albert.layers.dropout import ReplicaDropout
 from keras_albert.layers.logits import logits_dense
 from keras_albert.models.backbone import AlbertBackbone
 from keras_albert.models.task import AlbertTask
@@ -37,7 +38,7 @@ class AlbertClassifier(AlbertTask):
         require_positive_int("num_classes", num_classes)
         require_rate("dropout", dropout)
         self.backbone = backbone
-        self.output_dropout = keras.layers.Dropout(
+        self.output_dropout = ReplicaDropout(
             dropout, dtype=backbone.dtype_policy, name="output_dropout"
         )
         self.output_dense = logits_dense(num_classes, initializer_range, name="logits")

@@ -2,6 +2,7 @@
 
 import keras
 
+from keras_albert.layers.dropout import ReplicaDropout
 from keras_albert.layers.logits import logits_dense
 from keras_albert.models.backbone import AlbertBackbone
 from keras_albert.models.task import AlbertTask
@@ -75,7 +76,7 @@ class AlbertMultipleChoice(AlbertTask):
             raise ValueError(f"`backbone` must be an AlbertBackbone. Received: {backbone!r}")
         require_rate("dropout", dropout)
         self.backbone = backbone
-        self.output_dropout = keras.layers.Dropout(
+        self.output_dropout = ReplicaDropout(
             dropout, dtype=backbone.dtype_policy, name="output_dropout"
         )
         self.output_dense = logits_dense(1, initializer_range, name="logits")

@@ -2,6 +2,7 @@
 
 import keras
 
+from keras_albert.layers.dropout import ReplicaDropout
 from keras_albert.layers.logits import logits_dense
 from keras_albert.models.backbone import AlbertBackbone
 from keras_albert.models.task import AlbertTask
@@ -54,7 +55,7 @@ class AlbertTokenClassifier(AlbertTask):
             if len(set(labels)) != len(labels):
                 raise ValueError(f"`labels` must be distinct. Received: labels={labels!r}")
         self.backbone = backbone
-        self.output_dropout = keras.layers.Dropout(
+        self.output_dropout = ReplicaDropout(
             dropout, dtype=backbone.dtype_policy, name="output_dropout"
         )
         self.output_dense = logits_dense(num_labels, initializer_range, name="logits")

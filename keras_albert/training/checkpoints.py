@@ -5,8 +5,9 @@ a driver's own progress.
 Keras 3 keeps a dropout layer's random state in a `SeedGenerator` variable that
 `tf.train.Checkpoint(model=...)` does not reach (it is not a weight); without it a resumed run
 would draw the dropout masks of step 0 again, and end elsewhere than an uninterrupted one.
-Under a `tf.distribute` strategy each state is one mirrored variable (every replica draws from
-it, and they advance together): the checkpoint holds it once, a restore sets every copy.
+Under a `tf.distribute` strategy each state is one mirrored variable (every replica advances it
+alike, and folds its own id into what it draws: `layers.dropout`): the checkpoint holds it once,
+a restore sets every copy.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from keras_albert.training.lamb import Lamb  # noqa: E402
-from keras_albert.training.strategy import build_strategy  # noqa: E402
+from tests.helpers import subprocess_strategy  # noqa: E402
 
 GLOBAL_BATCH_SIZE = 8
 NUM_EXAMPLES = 32
@@ -112,19 +112,9 @@ def train_with_custom_loop(strategy):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("strategy")
-    parser.add_argument("output")
-    parser.add_argument("--logical-cpus", type=int, default=1)
     parser.add_argument("--floatx", nargs="+", default=["float32"])
     parser.add_argument("--loop", choices=("fit", "custom"), default="fit")
-    args = parser.parse_args()
-
-    if args.logical_cpus > 1:
-        (cpu,) = tf.config.list_physical_devices("CPU")
-        tf.config.set_logical_device_configuration(
-            cpu, [tf.config.LogicalDeviceConfiguration()] * args.logical_cpus
-        )
-    strategy = build_strategy(args.strategy)
+    args, strategy = subprocess_strategy(parser)
     train = train_with_fit if args.loop == "fit" else train_with_custom_loop
     results = {"num_replicas": strategy.num_replicas_in_sync}
     for floatx in args.floatx:

@@ -26,7 +26,7 @@ import tensorflow as tf  # noqa: E402
 from keras_albert.training.lamb import Lamb  # noqa: E402
 from keras_albert.training.loop import TrainingLoop, global_sum, replica_share  # noqa: E402
 from keras_albert.training.loss_scale import optimizer_for_precision  # noqa: E402
-from keras_albert.training.strategy import build_strategy  # noqa: E402
+from tests.helpers import subprocess_strategy  # noqa: E402
 
 GLOBAL_BATCH_SIZE = 8
 NUM_STEPS = 6
@@ -54,17 +54,7 @@ def replica_fn(model, batch, training):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("strategy")
-    parser.add_argument("output")
-    parser.add_argument("--logical-cpus", type=int, default=0)
-    args = parser.parse_args()
-    if args.logical_cpus:
-        cpu = tf.config.list_physical_devices("CPU")[0]
-        tf.config.set_logical_device_configuration(
-            cpu, [tf.config.LogicalDeviceConfiguration()] * args.logical_cpus
-        )
-    strategy = build_strategy(args.strategy)
+    args, strategy = subprocess_strategy(argparse.ArgumentParser())
     replicas = strategy.num_replicas_in_sync
     with strategy.scope():
         model = keras.Sequential(

@@ -190,8 +190,9 @@ def test_mirrored_on_two_logical_cpus_equals_one_device(tmp_path):
 
 def test_mirrored_with_dropout_resumes_bit_for_bit(tmp_path):
     """Under MirroredStrategy each dropout generator is one mirrored variable (the replicas
-    draw from one state and advance together): the checkpoint holds it once and the restore
-    sets every replica's copy, so the resumed run ends where the uninterrupted one ended."""
+    advance it together, each drawing its own masks from it): the checkpoint holds it once and
+    the restore sets every replica's copy, so the resumed run ends where the uninterrupted one
+    ended."""
     for i in range(2):
         write_records(tmp_path / f"train-{i}.tfrecord", 40, seed=i)
     output = tmp_path / "mirrored"

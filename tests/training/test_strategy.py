@@ -51,10 +51,10 @@ def dead_address():
         yield f"grpc://127.0.0.1:{sock.getsockname()[1]}"
 
 
-def run_helpers(runs, timeout_s=SUBPROCESS_TIMEOUT_S):
-    """Starts every (args, extra_env) run at once and waits for all; returns their
-    (returncode, output). When one fails the others are stopped: a multi-worker peer
-    would wait for it until the deadline."""
+def run_helpers(runs, timeout_s=SUBPROCESS_TIMEOUT_S, helper=HELPER):
+    """Starts every (args, extra_env) run of the script `helper` at once and waits for all;
+    returns their (returncode, output). When one fails the others are stopped: a
+    multi-worker peer would wait for it until the deadline."""
     processes, logs = [], []
     for args, extra_env in runs:
         # A TF_CONFIG inherited from the caller would make a 'cpu' run join a cluster.
@@ -64,7 +64,7 @@ def run_helpers(runs, timeout_s=SUBPROCESS_TIMEOUT_S):
         logs.append(log)
         processes.append(
             subprocess.Popen(
-                [sys.executable, str(HELPER), *map(str, args)],
+                [sys.executable, str(helper), *map(str, args)],
                 env=env,
                 cwd=REPO_ROOT,
                 stdout=log,
@@ -78,7 +78,7 @@ def run_helpers(runs, timeout_s=SUBPROCESS_TIMEOUT_S):
             if any(process.returncode not in (None, 0) for process in processes):
                 break
             if time.monotonic() > deadline:
-                pytest.fail(f"distributed_run.py did not finish within {timeout_s} s")
+                pytest.fail(f"{helper.name} did not finish within {timeout_s} s")
             time.sleep(0.2)
     finally:
         for process in processes:
@@ -132,23 +132,28 @@ def test_mirrored_on_two_cpus_equals_one_device_with_the_same_global_batch(tmp_p
         assert len(losses) == 8 and losses[-1] < 0.5 * losses[0]  # it trained
 
 
-def test_multi_worker_on_two_local_processes(tmp_path):
-    def tf_config(workers, index):
-        config = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
-        return {"TF_CONFIG": json.dumps(config)}
-
-    common = ["--loop", "custom", "--floatx", "float32", "float64"]
-    for _ in range(MAX_PORT_ATTEMPTS):  # a fresh pair of ports when one was taken meanwhile
-        workers = [f"localhost:{free_port()}", f"localhost:{free_port()}"]
-        results = run_helpers(
-            [
-                (["multi_worker", tmp_path / "worker0.npz", *common], tf_config(workers, 0)),
-                (["multi_worker", tmp_path / "worker1.npz", *common], tf_config(workers, 1)),
-                (["cpu", tmp_path / "one.npz", *common], {}),
-            ]
-        )
+def run_workers(worker_args, other_runs=(), helper=HELPER):
+    """`run_helpers`, one run per entry of `worker_args` as the workers of one local cluster
+    (TF_CONFIG with worker i's index), beside `other_runs`; fresh ports when one was taken
+    meanwhile. Returns the workers' results, then the others'."""
+    for _ in range(MAX_PORT_ATTEMPTS):
+        workers = [f"localhost:{free_port()}" for _ in worker_args]
+        runs = []
+        for index, args in enumerate(worker_args):
+            task = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
+            runs.append((args, {"TF_CONFIG": json.dumps(task)}))
+        results = run_helpers([*runs, *other_runs], helper=helper)
         if not any(code != 0 and PORT_CLASH.search(output) for code, output in results):
             break
+    return results
+
+
+def test_multi_worker_on_two_local_processes(tmp_path):
+    common = ["--loop", "custom", "--floatx", "float32", "float64"]
+    results = run_workers(
+        [["multi_worker", tmp_path / f"worker{i}.npz", *common] for i in range(2)],
+        [(["cpu", tmp_path / "one.npz", *common], {})],
+    )
     assert_succeeded(results)
     worker0 = np.load(tmp_path / "worker0.npz")
     worker1 = np.load(tmp_path / "worker1.npz")
