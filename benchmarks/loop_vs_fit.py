@@ -35,7 +35,7 @@ from keras_albert.models import AlbertClassifier  # noqa: E402
 from keras_albert.training.lamb import Lamb  # noqa: E402
 from keras_albert.training.loop import TrainingLoop  # noqa: E402
 from keras_albert.training.objective import Objective  # noqa: E402
-from keras_albert.training.pretraining import (  # noqa: E402
+from keras_albert.training.pretraining_objective import (  # noqa: E402
     compile_pretrainer,
     pretraining_replica_fn,
 )

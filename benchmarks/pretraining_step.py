@@ -25,7 +25,7 @@ from interleaved import interleaved_rates, report  # noqa: E402 (benchmarks/inte
 
 from keras_albert import AlbertBackbone, AlbertPretrainer  # noqa: E402
 from keras_albert.training.lamb import Lamb  # noqa: E402
-from keras_albert.training.pretraining import compile_pretrainer  # noqa: E402
+from keras_albert.training.pretraining_objective import compile_pretrainer  # noqa: E402
 
 VOCABULARY_SIZE = 30000
 

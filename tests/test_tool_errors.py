@@ -17,7 +17,7 @@ import pytest
 from keras_albert import AlbertConfig
 from keras_albert.cli import DEBUG_HELP
 from keras_albert.finetuning.driver import FinetuningOptions, finetune
-from keras_albert.training import pretraining
+from keras_albert.training import pretraining, pretraining_intervals
 from keras_albert.training.loop import TrainingLoop
 from tests.finetuning.test_driver import TINY_30K
 from tests.text.glue_rows import GLUE_DATA
@@ -143,13 +143,13 @@ def test_pretraining_interrupt_names_the_last_checkpoint(tmp_path, monkeypatch):
     records = {"train_data": str(data / "train.tfrecord")}
     records["config"] = write_config(tmp_path / "config.json")
 
-    class CtrlCAfterFirstCheckpoint(pretraining.StepCheckpoints):
+    class CtrlCAfterFirstCheckpoint(pretraining_intervals.StepCheckpoints):
         def on_log(self, step, logs):
             super().on_log(step, logs)
             if step >= self.every:
                 raise KeyboardInterrupt  # as Ctrl-C arrives inside the loop
 
-    monkeypatch.setattr(pretraining, "StepCheckpoints", CtrlCAfterFirstCheckpoint)
+    monkeypatch.setattr(pretraining_intervals, "StepCheckpoints", CtrlCAfterFirstCheckpoint)
     options = pretraining_options(tmp_path, records)
     with pytest.raises(KeyboardInterrupt) as interrupt:
         pretraining.pretrain(options)

@@ -10,12 +10,8 @@ A keras-hub preset directory (`keras_hub/src/utils/preset_utils.py`) holds:
   head's weights only) and `preprocessor.json`.
 
 The library does not import keras_hub (a test dependency only): the JSON is plain, and the
-weights files are written with h5py in the layout Keras's `save_weights` gives those models —
-each layer under its class name in snake case, numbered in the order of `model.layers`
-(`layers/dense` is the embedding projection, `layers/dense_1` the pooler), its variables as
-`vars/0`, `vars/1` in creation order (kernel then bias, gamma then beta). `keras_hub_name_table`
-maps our weight paths to keras-hub's variable paths through the one checker
-(`name_table.assign_from_table`); `_file_location` places each keras-hub variable in its file.
+weights files are h5py files in the layout Keras's `save_weights` gives those models; their
+name table and layout are `keras_albert.convert.keras_hub_weights`.
 
 keras-hub's ALBERT differs from ours in ways the writer refuses rather than hides: one sharing
 mode ("all"), GELU's tanh approximation, LayerNorm epsilon 1e-12, one dropout rate for hidden
@@ -30,15 +26,20 @@ import datetime
 import importlib.metadata
 import json
 import os
-import re
 import shutil
 
-import h5py
 import keras
 import numpy as np
 
 from keras_albert.config import AlbertConfig
-from keras_albert.convert.name_table import Entry, assign_from_table, read_from_table
+from keras_albert.convert.keras_hub_weights import (
+    entries_for,
+    keras_hub_name_table,
+    read_weights_file,
+    weights_file_location,
+    write_weights_file,
+)
+from keras_albert.convert.name_table import assign_from_table, read_from_table
 from keras_albert.models import AlbertBackbone, AlbertClassifier, AlbertPretrainer
 from keras_albert.text.wordpiece import is_vocabulary
 
@@ -50,45 +51,6 @@ KERAS_HUB_CLASSES = {
 }
 TOKENIZER_ASSET = os.path.join("assets", "tokenizer", "vocabulary.spm")
 
-# (our sublayer path, keras-hub sublayer path) inside one transformer block.
-_BLOCK_SUBLAYERS = [
-    ("attention/query", "self_attention_layer/query"),
-    ("attention/key", "self_attention_layer/key"),
-    ("attention/value", "self_attention_layer/value"),
-    ("attention/output", "self_attention_layer/attention_output"),
-    ("attention/layer_norm", "self_attention_layer_norm"),
-    ("feedforward/intermediate", "feedforward_intermediate_dense"),
-    ("feedforward/output", "feedforward_output_dense"),
-    ("feedforward/layer_norm", "feedforward_layer_norm"),
-]
-# keras-hub layer → its group in Keras's weights file (key: snake-case class, numbered in
-# `model.layers` order). The transformer blocks are `layers/transformer_encoder[_k]`, k the
-# block's index in creation order (group-major), with their sublayers under the attribute
-# names below.
-_FILE_GROUPS = {
-    "token_embedding": "layers/reversible_embedding",
-    "position_embedding": "layers/position_embedding",
-    "segment_embedding": "layers/embedding",
-    "embeddings_layer_norm": "layers/layer_normalization",
-    "embedding_projection": "layers/dense",
-    "pooled_dense": "layers/dense_1",
-    # task.weights.h5
-    "logits": "layers/dense",
-    "mlm_head": "layers/masked_lm_head",
-    "mlm_head/intermediate_dense": "layers/masked_lm_head/_intermediate_dense",
-    "mlm_head/intermediate_layer_norm": "layers/masked_lm_head/_intermediate_layer_norm",
-}
-_BLOCK_FILE_GROUPS = {
-    "self_attention_layer/query": "_self_attention_layer/query_dense",
-    "self_attention_layer/key": "_self_attention_layer/key_dense",
-    "self_attention_layer/value": "_self_attention_layer/value_dense",
-    "self_attention_layer/attention_output": "_self_attention_layer/output_dense",
-    "self_attention_layer_norm": "_self_attention_layer_norm",
-    "feedforward_intermediate_dense": "_feedforward_intermediate_dense",
-    "feedforward_output_dense": "_feedforward_output_dense",
-    "feedforward_layer_norm": "_feedforward_layer_norm",
-}
-_VARIABLE_INDEX = {"kernel": 0, "bias": 1, "gamma": 0, "beta": 1, "embeddings": 0, "output_bias": 0}
 # A keras-hub task is compiled when built (Adam, `iterations` and `learning_rate`), and loading
 # task.weights.h5 warns unless the file has those two scalars: write what keras-hub's own
 # `save_to_preset` writes for a fresh task (step 0, its default learning rate).
@@ -98,7 +60,6 @@ _PREPROCESSORS = {
     "classifier": ("AlbertTextClassifierPreprocessor", "albert_text_classifier_preprocessor"),
     "pretrainer": ("AlbertMaskedLMPreprocessor", "albert_masked_lm_preprocessor"),
 }
-_BLOCK_NAME = re.compile(r"^group_(\d+)_inner_layer_(\d+)/(.+)$")
 # What keras-hub fixes and we make configurable: a preset cannot say anything else.
 _KERAS_HUB_FIXED = {"sharing": "all", "activation": "gelu_approximate", "layer_norm_epsilon": 1e-12}
 _BACKBONE_FIELDS = (
@@ -114,76 +75,6 @@ _BACKBONE_FIELDS = (
     "max_sequence_length",
     "num_segments",
 )
-
-
-def _pair(ours: str, theirs: str, variables=("kernel", "bias")) -> list[Entry]:
-    return [Entry(f"{ours}/{variable}", f"{theirs}/{variable}") for variable in variables]
-
-
-def keras_hub_name_table(config: AlbertConfig, head: str | None = None) -> list[Entry]:
-    """Our weight paths ↔ keras-hub's variable paths (`variable.path` in its models).
-
-    Args:
-        config: the architecture.
-        head: None (a backbone), "classifier" (`AlbertTextClassifier`'s `logits`) or
-            "pretrainer" (`AlbertMaskedLM`'s `mlm_head`; keras-hub has no sentence-order head).
-    """
-    hidden, heads = config.hidden_dim, config.num_heads
-    per_head = (hidden, heads, hidden // heads)  # EinsumDense kernels
-    norm = ("gamma", "beta")
-    table = [
-        Entry("embedding/token_embedding/embeddings", "token_embedding/embeddings"),
-        Entry("embedding/position_embeddings", "position_embedding/embeddings"),
-        Entry("embedding/segment_embedding/embeddings", "segment_embedding/embeddings"),
-        *_pair("embedding/layer_norm", "embeddings_layer_norm", norm),
-        *_pair("embedding/projection", "embedding_projection"),
-    ]
-    for group in range(config.num_groups):
-        for inner in range(config.num_inner_repetitions):
-            ours, theirs = f"group_{group}_inner_{inner}", f"group_{group}_inner_layer_{inner}"
-            for our_sublayer, their_sublayer in _BLOCK_SUBLAYERS:
-                path, their_path = f"{ours}/{our_sublayer}", f"{theirs}/{their_sublayer}"
-                if our_sublayer in ("attention/query", "attention/key", "attention/value"):
-                    table += [
-                        Entry(f"{path}/kernel", f"{their_path}/kernel", source_shape=per_head),
-                        Entry(f"{path}/bias", f"{their_path}/bias", source_shape=per_head[1:]),
-                    ]
-                elif our_sublayer == "attention/output":
-                    table += [
-                        Entry(
-                            f"{path}/kernel",
-                            f"{their_path}/kernel",
-                            source_shape=per_head[1:] + (hidden,),
-                        ),
-                        Entry(f"{path}/bias", f"{their_path}/bias"),
-                    ]
-                else:
-                    variables = norm if our_sublayer.endswith("layer_norm") else ("kernel", "bias")
-                    table += _pair(path, their_path, variables)
-    table += _pair("pooler", "pooled_dense")
-    if head == "classifier":
-        table += _pair("logits", "logits")
-    elif head == "pretrainer":
-        table += [
-            Entry("masked_lm_head/output_bias", "mlm_head/output_bias"),
-            *_pair("masked_lm_head/dense", "mlm_head/intermediate_dense"),
-            *_pair("masked_lm_head/layer_norm", "mlm_head/intermediate_layer_norm", norm),
-        ]
-    return table
-
-
-def _file_location(source_name: str, config: AlbertConfig) -> tuple[str, str]:
-    """`(file, dataset path)` of a keras-hub variable: "model" (the backbone's
-    model.weights.h5) or "task" (task.weights.h5)."""
-    layer, variable = source_name.rsplit("/", 1)
-    index = _VARIABLE_INDEX[variable]
-    block = _BLOCK_NAME.match(layer)
-    if block:
-        number = int(block[1]) * config.num_inner_repetitions + int(block[2])
-        key = "layers/transformer_encoder" + (f"_{number}" if number else "")
-        return "model", f"{key}/{_BLOCK_FILE_GROUPS[block[3]]}/vars/{index}"
-    file = "task" if layer == "logits" or layer.startswith("mlm_head") else "model"
-    return file, f"{_FILE_GROUPS[layer]}/vars/{index}"
 
 
 # --- Reading ---------------------------------------------------------------------------------
@@ -225,24 +116,6 @@ def keras_hub_config(directory: str | os.PathLike) -> AlbertConfig:
     )
 
 
-def _read_weights_file(path: str) -> dict[str, np.ndarray]:
-    """Every dataset of a Keras weights file, by its path in the file."""
-    tensors = {}
-
-    def visit(name, item):
-        if isinstance(item, h5py.Dataset):
-            if item.attrs.get("dtype") == "bfloat16":
-                raise ValueError(
-                    f"`source` must hold float weights; {path!r} stores {name} as bfloat16. "
-                    "Received: a bfloat16 preset (load it in keras-hub and save it as float32)"
-                )
-            tensors[name] = np.asarray(item[()])
-
-    with h5py.File(path, "r") as file:
-        file.visititems(visit)
-    return tensors
-
-
 def load_keras_hub_preset(directory: str | os.PathLike, kind: str | None = None):
     """Our model of a keras-hub preset: a backbone, or with task.json an `AlbertClassifier`
     (`AlbertTextClassifier`) or `AlbertPretrainer` (`AlbertMaskedLM`, a fresh sentence-order
@@ -274,16 +147,16 @@ def load_keras_hub_preset(directory: str | os.PathLike, kind: str | None = None)
         model = AlbertPretrainer(backbone)
     else:
         model = backbone
-    files = {"model": _read_weights_file(os.path.join(directory, "model.weights.h5"))}
+    files = {"model": read_weights_file(os.path.join(directory, "model.weights.h5"))}
     if own != "backbone":
-        files["task"] = _read_weights_file(os.path.join(directory, "task.weights.h5"))
+        files["task"] = read_weights_file(os.path.join(directory, "task.weights.h5"))
     table = keras_hub_name_table(config, head=None if own == "backbone" else own)
     # keras-hub's variable paths for the datasets the table expects; any other dataset keeps
     # its file path, and the checker lists it as unused.
-    names = {_file_location(entry.source_name, config): entry.source_name for entry in table}
+    names = {weights_file_location(entry.source_name, config): entry.source_name for entry in table}
     if own == "pretrainer":
         # Entries with no tensor, so that the checker lets exactly these weights stay fresh.
-        table += _pair("sentence_order_head/dense", "(not in keras-hub) sentence_order_head")
+        table += entries_for("sentence_order_head/dense", "(not in keras-hub) sentence_order_head")
     tensors = {
         names.get((file, path), f"{file}.weights.h5:{path}"): value
         for file, datasets in files.items()
@@ -349,17 +222,6 @@ def _write_json(path: str, values: dict) -> None:
         json.dump(values, file, indent=4)
 
 
-def _write_weights_file(path: str, datasets: dict[str, np.ndarray], names: dict[str, str]):
-    """A Keras weights file: `names` gives each layer group's `vars` its layer name (as Keras
-    writes it; informative only)."""
-    with h5py.File(path, "w") as file:
-        for dataset, value in sorted(datasets.items()):
-            file[dataset] = value
-        for group, name in names.items():
-            if group in file:
-                file[group].attrs["name"] = name
-
-
 def write_keras_hub_preset(
     model, directory: str | os.PathLike, vocabulary: str | None = None
 ) -> None:
@@ -420,11 +282,11 @@ def write_keras_hub_preset(
     files = {"model": {}, "task": {}}
     group_names = {"model": {"vars": "albert_backbone"}, "task": {}}
     for entry in table:
-        file, path = _file_location(entry.source_name, config)
+        file, path = weights_file_location(entry.source_name, config)
         files[file][path] = tensors[entry.source_name]
         layer = entry.source_name.rsplit("/", 1)[0]
         group_names[file][path.rsplit("/", 1)[0]] = layer.rsplit("/", 1)[-1]
-    _write_weights_file(
+    write_weights_file(
         os.path.join(directory, "model.weights.h5"), files["model"], group_names["model"]
     )
 
@@ -482,7 +344,7 @@ def write_keras_hub_preset(
     _write_json(os.path.join(directory, "task.json"), task_json)
     files["task"]["optimizer/vars/0"] = np.array(0, "int64")
     files["task"]["optimizer/vars/1"] = np.array(_TASK_OPTIMIZER_LEARNING_RATES[head], "float32")
-    _write_weights_file(
+    write_weights_file(
         os.path.join(directory, "task.weights.h5"),
         files["task"],
         {**group_names["task"], "vars": task_module, "optimizer/vars": "adam"},

@@ -43,6 +43,7 @@ from keras_albert.text.normalization import (
     lower_keeping_nul,
     whitespace_class,
 )
+from keras_albert.text.sentencepiece_model import split_digit_comma
 
 
 @dataclasses.dataclass(frozen=True)
@@ -177,7 +178,7 @@ def tokenize_with_offsets(tokenizer, text: str) -> ContextTokens:
             span = (start, stop)
         text_piece = piece.piece
         if len(text_piece) > 1 and text_piece[-1] == "," and text_piece[-2].isdigit():
-            parts = tokenizer._split_digit_comma(text_piece)
+            parts = split_digit_comma(tokenizer._processor, text_piece)
             part_ids = [tokenizer.piece_to_id(part) for part in parts]
             # The comma is the span's last character; the number keeps the rest.
             spans = [span if span is None else (span[0], max(span[0], span[1] - 1))] * (

@@ -32,7 +32,7 @@ from tqdm import tqdm
 
 from keras_albert import directories, validation
 from keras_albert.text.normalization import normalize_text
-from keras_albert.text.tokenizer import SPECIAL_PIECES
+from keras_albert.text.sentencepiece_model import SPECIAL_PIECES
 
 ALBERT_CONTROL_SYMBOLS = ("[CLS]", "[SEP]", "[MASK]")
 ALBERT_USER_DEFINED_SYMBOLS = ("(", ")", '"', "-", ".", "–", "£", "€")

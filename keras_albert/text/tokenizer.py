@@ -7,7 +7,8 @@ data (`tokenization.preprocess_text` + `tokenization.encode_pieces`):
    without combining characters, lowercasing);
 4. SentencePiece (the model's own `nmt_nfkc` normalizer runs inside it);
 5. a piece that ends in "<digit>," is encoded again without the comma, and the comma becomes a
-   piece of its own (so "92000," gives "▁9", "2000", ",").
+   piece of its own (so "92000," gives "▁9", "2000", ","); steps 4 and 5, in Python and in the
+   graph, are `keras_albert.text.sentencepiece_model`.
 
 `AlbertTokenizer.encode` runs it in Python (offline data creation); calling the tokenizer on a
 string tensor runs the same recipe with TensorFlow and TensorFlow Text ops only, so it works
@@ -39,24 +40,20 @@ import os
 from collections.abc import Iterable
 
 import numpy as np
-import sentencepiece as spm
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from keras_albert.text.normalization import digit_class, normalize_text, normalize_text_graph
-from keras_albert.text.packing import AlbertPacker, concat_rows
+from keras_albert.text.normalization import normalize_text, normalize_text_graph
+from keras_albert.text.packing import AlbertPacker
+from keras_albert.text.sentencepiece_model import (
+    SPIECE_UNDERLINE,
+    load_processor,
+    resplit_table,
+    special_piece_ids,
+    split_digit_comma,
+    split_digit_comma_graph,
+)
 from keras_albert.text.wordpiece import SPECIAL_TOKENS, Wordpiece, is_vocabulary, parse_vocabulary
-
-SPIECE_UNDERLINE = "\u2581"
-
-# Pieces the ALBERT model needs, by attribute name. They are looked up in the model, never assumed.
-SPECIAL_PIECES = {
-    "pad": "<pad>",
-    "unk": "<unk>",
-    "cls": "[CLS]",
-    "sep": "[SEP]",
-    "mask": "[MASK]",
-}
 
 # google-research/albert `create_pretraining_data._is_start_piece`: besides "▁"-pieces, pieces
 # starting with "<" and single ASCII punctuation pieces begin a word for whole-word masking.
@@ -156,34 +153,8 @@ class AlbertTokenizer(tf.Module):
             self._init_wordpiece(proto)
             return
         self._wordpiece = None
-        processor = spm.SentencePieceProcessor()
-        try:
-            processor.LoadFromSerializedProto(model)
-        except (RuntimeError, OSError) as error:
-            source = os.fspath(proto) if not isinstance(proto, bytes) else f"<{len(proto)} bytes>"
-            # sentencepiece says only "ParseFromArray" failed: say what the file is not.
-            detail = " ".join(str(error).split())
-            raise ValueError(
-                f"Could not load a SentencePiece model from {source!r}: it is not a "
-                f"SentencePiece model file (a text file? cut short?) ({detail})"
-            ) from None
-        self._processor = processor
-
-        # piece_to_id answers the unk id for a missing piece, so "<unk>" itself is checked by
-        # its type and every other special piece by not mapping to unk.
-        special = {}
-        unk_id = processor.unk_id()
-        for attribute, piece in SPECIAL_PIECES.items():
-            piece_id = processor.piece_to_id(piece)
-            found = processor.id_to_piece(piece_id) == piece and (
-                piece_id != unk_id or attribute == "unk"
-            )
-            if not found:
-                raise ValueError(
-                    f"The SentencePiece model lacks the special piece {piece!r} needed for "
-                    f"ALBERT (expected {', '.join(SPECIAL_PIECES.values())})."
-                )
-            special[attribute] = piece_id
+        self._processor = load_processor(model, proto)
+        special = special_piece_ids(self._processor)
         self.pad_id = special["pad"]
         self.unk_id = special["unk"]
         self.cls_id = special["cls"]
@@ -193,7 +164,7 @@ class AlbertTokenizer(tf.Module):
         # The in-graph path: SentencePiece to ids, then the digit-comma re-split as a lookup in
         # a per-id table; or, for a model where that is not exact, to pieces and the re-split
         # on piece text, as the original does.
-        self._resplit_table = self._build_resplit_table()
+        self._resplit_table = resplit_table(self._processor)
         self._sentencepiece = tf_text.SentencepieceTokenizer(
             model=model,
             out_type=tf.string if self._resplit_table is None else tf.int32,
@@ -317,21 +288,10 @@ class AlbertTokenizer(tf.Module):
         result = []
         for piece in pieces:
             if len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit():
-                result.extend(self._split_digit_comma(piece))
+                result.extend(split_digit_comma(self._processor, piece))
             else:
                 result.append(piece)
         return result
-
-    def _split_digit_comma(self, piece: str) -> list[str]:
-        # Encoding the number again without the comma gives the pieces the model would have
-        # chosen had the comma been absent; the leading "▁" it adds is kept only if the
-        # original piece had one.
-        parts = self._processor.encode(piece[:-1].replace(SPIECE_UNDERLINE, ""), out_type=str)
-        if not piece.startswith(SPIECE_UNDERLINE) and parts[0].startswith(SPIECE_UNDERLINE):
-            parts[0] = parts[0][1:]
-            if not parts[0]:
-                parts = parts[1:]
-        return parts + [","]
 
     def encode(self, text: str | bytes) -> list[int]:
         """Token ids of `text` (no [CLS]/[SEP]; see `packer`)."""
@@ -389,40 +349,15 @@ class AlbertTokenizer(tf.Module):
         ragged = tf.RaggedTensor.from_tensor(inputs, ragged_rank=rank - 1)
         return ragged.with_flat_values(self._tokenize_flat(ragged.flat_values))
 
-    def _build_resplit_table(self) -> tuple[np.ndarray, np.ndarray] | None:
-        """Each id's ids after the digit-comma re-split, as ragged (values, row_splits).
-
-        Exact when "," is a piece of its own: SentencePiece makes <unk> only of characters
-        without a single-character piece, so no <unk> piece ends in a comma, every piece the
-        rule matches is a vocabulary piece, and its re-split depends on its id alone. None when
-        the model lacks that piece (the graph then re-splits piece text).
-        """
-        processor = self._processor
-        comma_id = processor.piece_to_id(",")
-        if processor.id_to_piece(comma_id) != "," or (
-            processor.is_unknown(comma_id)
-            or processor.is_control(comma_id)
-            or processor.is_unused(comma_id)
-        ):
-            return None
-        rows = []
-        for token_id in range(processor.get_piece_size()):
-            piece = processor.id_to_piece(token_id)
-            if len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit():
-                rows.append(processor.piece_to_id(self._split_digit_comma(piece)))
-            else:
-                rows.append([token_id])
-        values = np.array([token_id for row in rows for token_id in row], dtype=np.int32)
-        row_splits = np.cumsum([0] + [len(row) for row in rows], dtype=np.int64)
-        return values, row_splits
-
     def _tokenize_flat(self, text: tf.Tensor) -> tf.RaggedTensor:
         # text: (num_texts,) -> (num_texts, None) int32 ids.
         if self._wordpiece is not None:
             return self._wordpiece.tokenize_graph(text)
         normalized = self.normalize_graph(text)
         if self._resplit_table is None:
-            pieces = self._split_digit_comma_graph(self._sentencepiece.tokenize(normalized))
+            pieces = split_digit_comma_graph(
+                self._sentencepiece, self._sentencepiece.tokenize(normalized)
+            )
             return tf.cast(self._sentencepiece.string_to_id(pieces), tf.int32)
         ids = self._sentencepiece.tokenize(normalized)  # (num_texts, None)
         values, row_splits = self._resplit_table
@@ -431,41 +366,6 @@ class AlbertTokenizer(tf.Module):
         )  # (vocabulary_size, None)
         expanded = tf.gather(table, ids.flat_values)  # (num_pieces, None)
         return tf.cast(ids.with_flat_values(expanded).merge_dims(1, 2), tf.int32)
-
-    def _split_digit_comma_graph(self, pieces: tf.RaggedTensor) -> tf.RaggedTensor:
-        # pieces: (num_texts, None) -> (num_texts, None) with "<digit>," pieces re-split.
-        flat = pieces.flat_values  # (num_pieces,)
-        num_pieces = tf.shape(flat, out_type=tf.int64)[0]
-        match = tf.strings.regex_full_match(flat, "(?s).*" + digit_class() + ",")
-        targets = tf.boolean_mask(flat, match)  # (num_matches,)
-        num_matches = tf.shape(targets, out_type=tf.int64)[0]
-
-        numbers = tf.strings.regex_replace(
-            tf.strings.regex_replace(targets, ",$", ""), SPIECE_UNDERLINE, ""
-        )
-        parts = self._sentencepiece.tokenize(numbers)  # (num_matches, None)
-        part_values = parts.flat_values
-        part_rows = parts.value_rowids()
-        is_first = tf.ragged.range(parts.row_lengths()).flat_values == 0
-        target_has_underline = tf.strings.regex_full_match(targets, SPIECE_UNDERLINE + "(?s).*")
-        strip = is_first & ~tf.gather(target_has_underline, part_rows)
-        part_values = tf.where(
-            strip, tf.strings.regex_replace(part_values, "^" + SPIECE_UNDERLINE, ""), part_values
-        )
-        keep = ~(strip & tf.equal(part_values, ""))
-        parts = tf.RaggedTensor.from_value_rowids(
-            tf.boolean_mask(part_values, keep), tf.boolean_mask(part_rows, keep), nrows=num_matches
-        )
-        commas = tf.RaggedTensor.from_tensor(tf.fill(tf.stack([num_matches, 1]), ","))
-        replacements = concat_rows([parts, commas])  # (num_matches, None)
-
-        # Every piece becomes a row: itself, or (for a match) its replacement.
-        singles = tf.RaggedTensor.from_tensor(tf.expand_dims(flat, 1))  # (num_pieces, 1)
-        rows = tf.concat([singles, replacements], axis=0)
-        match_index = num_pieces + tf.cumsum(tf.cast(match, tf.int64)) - 1
-        order = tf.where(match, match_index, tf.range(num_pieces))
-        expanded = tf.gather(rows, order)  # (num_pieces, None)
-        return pieces.with_flat_values(expanded).merge_dims(1, 2)
 
     def packer(self, sequence_length: int) -> AlbertPacker:
         """An `AlbertPacker` with this model's (or vocabulary's) [CLS], [SEP] and <pad> ids."""

@@ -3,7 +3,9 @@
 `pretrain(PretrainingOptions(...))` builds the strategy, checks its inputs, builds the model,
 `Lamb` with `WarmupPolynomialDecay` and the datasets under `strategy.scope()`, resumes from the
 last checkpoint in `output_dir` if there is one (else initializes from `init_checkpoint` if
-given), trains with the loop (the same path under every strategy) and writes a summary.
+given), trains with the loop (the same path under every strategy; one log interval at a time,
+`pretraining_intervals`) and writes a summary. The MLM + SOP objective is
+`pretraining_objective`, the input streams `pretraining_streams`.
 
 What `output_dir` holds:
 
@@ -41,7 +43,6 @@ service reports the missing peer); rerunning every worker resumes from the last 
 
 from __future__ import annotations
 
-import math
 import os
 import time
 
@@ -55,19 +56,12 @@ from keras_albert.training import run_directory
 from keras_albert.training.checkpoints import training_checkpoint
 from keras_albert.training.clipping import adamw
 from keras_albert.training.initial_weights import copy_initial_weights, initial_pretrainer
-from keras_albert.training.interruption import StopSignals
 from keras_albert.training.lamb import Lamb
-from keras_albert.training.logs import HistoryCsv, TensorBoardLogs
-from keras_albert.training.loop import TrainingLoop, global_sum, run_callbacks
+from keras_albert.training.loop import TrainingLoop
 from keras_albert.training.loss_scale import checkpointed_optimizer, optimizer_for_precision
-from keras_albert.training.losses import (
-    MaskedLMLoss,
-    pretraining_logs,
-    pretraining_loss,
-    pretraining_sums,
-    sentence_order_loss,
-)
 from keras_albert.training.options import PretrainingOptions
+from keras_albert.training.pretraining_intervals import evaluate_pretrainer, train_in_intervals
+from keras_albert.training.pretraining_objective import compile_pretrainer, pretraining_replica_fn
 from keras_albert.training.pretraining_streams import (
     check_first_batch,
     dynamic_masking_for,
@@ -76,8 +70,8 @@ from keras_albert.training.pretraining_streams import (
     make_datasets,
     require_same_layout,
 )
-from keras_albert.training.progress import StepProgress, format_duration
-from keras_albert.training.schedule import WarmupPolynomialDecay, learning_rate_at
+from keras_albert.training.progress import format_duration
+from keras_albert.training.schedule import WarmupPolynomialDecay
 from keras_albert.training.strategy import (
     build_strategy,
     choose_precision_policy,
@@ -90,7 +84,6 @@ from keras_albert.training.strategy import (
 __all__ = [
     "PretrainingOptions",
     "RecordLayout",
-    "compile_pretrainer",
     "inspect_records",
     "make_datasets",
     "pretrain",
@@ -239,7 +232,7 @@ def _pretrain(options: PretrainingOptions, strategy, chief: bool, started: float
         evaluated: dict | None = None
         if start_step < options.train_steps:
             train_started = time.perf_counter()
-            last_logs, evaluated, seconds_per_step = _train(
+            last_logs, evaluated, seconds_per_step = train_in_intervals(
                 loop, manager, options, layout, masking, eval_fn, start_step, chief
             )
             train_seconds = time.perf_counter() - train_started
@@ -251,7 +244,7 @@ def _pretrain(options: PretrainingOptions, strategy, chief: bool, started: float
         # Save: the final evaluation, the model, the summary.
         eval_results = evaluated
         if eval_fn is not None and eval_results is None:
-            eval_results = _evaluate(loop, eval_fn, options)
+            eval_results = evaluate_pretrainer(loop, eval_fn, options)
     if not chief:
         return {"step": final_step, "chief": False, "eval": eval_results}
     model_path = os.path.join(options.output_dir, "pretrainer.keras")
@@ -310,159 +303,3 @@ def build_pretraining_optimizer(options: PretrainingOptions) -> keras.optimizers
     if options.optimizer == "adamw":
         return adamw(schedule, options.weight_decay_rate)
     return Lamb(schedule, weight_decay_rate=options.weight_decay_rate)
-
-
-def pretraining_replica_fn(sentence_order_loss_weight: float = 1.0):
-    """The loop's `replica_fn` for MLM + SOP: this replica's share of the global batch's loss
-    (normalized by the global counts, `losses.pretraining_loss`) and its sums."""
-
-    def replica_fn(model, batch, training):
-        x, labels, weights = batch
-        outputs = model(x, training=training)
-        sums = pretraining_sums(labels, outputs, weights)
-        totals = {key: global_sum(sums[key]) for key in ("mlm_weight", "sop_weight")}
-        return pretraining_loss(sums, totals, sentence_order_loss_weight), sums
-
-    return replica_fn
-
-
-def compile_pretrainer(
-    model: AlbertPretrainer,
-    optimizer: keras.optimizers.Optimizer,
-    steps_per_execution: int = 1,
-    jit_compile: bool | str = "auto",
-    sentence_order_loss_weight: float = 1.0,
-) -> None:
-    """Compiles `model` with the MLM + SOP losses and the pretraining metrics.
-
-    The total loss is `masked_lm_loss + sentence_order_loss_weight * sentence_order_loss`
-    (`MaskedLMLoss`, mean SOP cross-entropy; the original's weight is 1). Logged: `loss`,
-    Keras's `mlm_logits_loss` / `sop_logits_loss`, and the metrics the driver reports as
-    `mlm_loss` / `sop_loss` / `mlm_accuracy` / `sop_accuracy` (`keras_albert.training.logs`):
-    `mlm_logits_mlm_mean_loss` and `sop_logits_sop_mean_loss` (the task losses as exact
-    weighted means over everything seen, as the original's evaluation: batches of any size
-    count by their examples, padded prediction slots not at all), `mlm_logits_mlm_accuracy`
-    and `sop_logits_sop_accuracy`. Labels and sample weights are dicts keyed by `mlm_logits`
-    and `sop_logits`.
-    """
-    model.compile(
-        optimizer=optimizer,
-        loss={"mlm_logits": MaskedLMLoss(), "sop_logits": sentence_order_loss()},
-        loss_weights={"mlm_logits": 1.0, "sop_logits": sentence_order_loss_weight},
-        weighted_metrics={
-            task: [
-                keras.metrics.SparseCategoricalCrossentropy(
-                    from_logits=True, name=f"{name}_mean_loss"
-                ),
-                keras.metrics.SparseCategoricalAccuracy(name=f"{name}_accuracy"),
-            ]
-            for task, name in (("mlm_logits", "mlm"), ("sop_logits", "sop"))
-        },
-        steps_per_execution=steps_per_execution,
-        jit_compile=jit_compile,
-    )
-
-
-def _evaluate(loop: TrainingLoop, eval_fn, options: PretrainingOptions) -> dict:
-    sums = loop.evaluate(eval_fn)
-    return pretraining_logs(sums, options.sentence_order_loss_weight)
-
-
-class StepCheckpoints:
-    """Saves every `every` steps and at the last step (a loop callback)."""
-
-    def __init__(self, manager: tf.train.CheckpointManager, every: int, train_steps: int):
-        self.manager = manager
-        self.every = every
-        self.train_steps = train_steps
-
-    def on_log(self, step: int, logs: dict) -> None:
-        if step % self.every == 0 or step >= self.train_steps:
-            self.manager.save(checkpoint_number=step)
-
-
-def _train(loop, manager, options, layout, masking, eval_fn, start_step, chief) -> tuple:
-    """From `start_step` to `train_steps`, one log row every `log_every_steps` steps (at
-    multiples of it, and at the last step); returns the last logs, the last evaluation (None
-    when the last step was not evaluated) and the last interval's seconds per step."""
-    eval_every = options.eval_every_steps or options.checkpoint_every_steps
-    names = ("loss", "mlm_loss", "sop_loss", "mlm_accuracy", "sop_accuracy")
-    checkpoints = StepCheckpoints(manager, options.checkpoint_every_steps, options.train_steps)
-    callbacks: list = [checkpoints]
-    if chief:
-        columns = ("step", "learning_rate", *names)
-        if hasattr(loop.optimizer, "dynamic_scale"):
-            columns += ("skipped_steps", "loss_scale")
-        if eval_fn is not None:
-            columns += tuple(f"val_{name}" for name in names)
-        callbacks += [
-            HistoryCsv(os.path.join(options.output_dir, "history.csv"), columns),
-            TensorBoardLogs(os.path.join(options.output_dir, "logs")),
-        ]
-        if options.verbose:
-            callbacks.append(StepProgress(options.train_steps, names=("loss", "mlm_accuracy")))
-    iterator = loop.iterator(
-        lambda context: make_datasets(options, layout, masking, start_step, context)
-    )
-    inner = getattr(loop.optimizer, "inner_optimizer", loop.optimizer)
-    step = start_step
-    logs: dict = {}
-    evaluation = seconds_per_step = None
-    run_callbacks(callbacks, "on_train_begin", step)
-    stop = StopSignals()
-    with stop:
-        while step < options.train_steps:
-            num_steps = min(
-                options.log_every_steps - step % options.log_every_steps,
-                options.train_steps - step,
-            )
-            interval_started = time.perf_counter()
-            # One compiled call at a time, so that a signal is honoured after the current one.
-            sums, done = None, 0
-            while done < num_steps:
-                count = min(loop.steps_per_execution, num_steps - done)
-                part = loop.train(iterator, count)
-                sums = part if sums is None else {key: sums[key] + part[key] for key in sums}
-                done += count
-                if done < num_steps and stop.agreed(loop.strategy):
-                    break
-            step = int(loop.optimizer.iterations.numpy())
-            if done < num_steps:  # stopped inside a log interval: no row for its steps
-                manager.save(checkpoint_number=step)
-                raise _stopped(stop, options, step)
-            seconds_per_step = (time.perf_counter() - interval_started) / num_steps
-            logs, evaluation = _log(loop, sums, num_steps, step, eval_fn, options, manager, inner,
-                                    eval_every, callbacks)  # fmt: skip
-            if stop.agreed(loop.strategy) and step < options.train_steps:
-                if step % options.checkpoint_every_steps:  # else `checkpoints` saved it
-                    manager.save(checkpoint_number=step)
-                raise _stopped(stop, options, step)
-    run_callbacks(callbacks, "on_train_end", step)
-    return logs, evaluation, seconds_per_step
-
-
-def _stopped(stop: StopSignals, options: PretrainingOptions, step: int):
-    return stop.interrupted(run_directory.stopped_at(options.output_dir, step, options.train_steps))
-
-
-def _log(loop, sums, num_steps, step, eval_fn, options, manager, inner, eval_every, callbacks):
-    """The log row of the interval that ends at `step` (the checkpoint callback saves)."""
-    # The mean of the steps' losses; the task losses and accuracies over every prediction.
-    logs = {**pretraining_logs(sums, options.sentence_order_loss_weight)}
-    logs["loss"] = sums["loss"] / num_steps
-    if "skipped_steps" in sums:  # float16: steps whose gradients overflowed, not applied
-        logs["skipped_steps"] = sums["skipped_steps"]
-        logs["loss_scale"] = float(loop.optimizer.dynamic_scale.numpy())
-    if not all(map(math.isfinite, logs.values())):
-        raise FloatingPointError(
-            f"The loss became NaN or infinite by step {step}; the last checkpoint in "
-            f"{manager.directory} precedes it."
-        )
-    evaluation = None
-    if eval_fn is not None and (step % eval_every == 0 or step >= options.train_steps):
-        evaluation = _evaluate(loop, eval_fn, options)
-        logs.update({f"val_{name}": value for name, value in evaluation.items()})
-    # The rate the last update used: the schedule at iterations - 1.
-    logs = {"step": step, "learning_rate": learning_rate_at(inner, step - 1), **logs}
-    run_callbacks(callbacks, "on_log", step, logs)
-    return logs, evaluation

@@ -23,11 +23,11 @@ from keras_albert.training.lamb import Lamb
 from keras_albert.training.losses import MaskedLMLoss, sentence_order_loss
 from keras_albert.training.pretraining import (
     PretrainingOptions,
-    compile_pretrainer,
     inspect_records,
     make_datasets,
     pretrain,
 )
+from keras_albert.training.pretraining_objective import compile_pretrainer
 from keras_albert.training.pretraining_streams import dynamic_masking_for, layout_for_options
 from tests.helpers import TINY
 
