@@ -11,15 +11,16 @@ SST-2 fine-tuning from the pretrained model and from scratch, export, serving ch
 `--precision P --seed S --finetune-seeds S` into `<output-dir>/<P>-s<S>/`, one after the
 other. The same steps, data and budget for every precision, so the comparison is at the same
 step count. Tabulated per precision (mean and range over the seeds): the held-out MLM and SOP
-accuracy at the end of pretraining, and the SST-2 dev accuracy (best of the fine-tuning run's
-evaluations, as the main job reports it) from the pretrained model and from scratch; then
-each precision's difference to float32. Writes `--results-json` and a plot beside it.
+accuracy at the end of pretraining, and the SST-2 dev accuracy (the best of the fine-tuning
+run's evaluations: the checkpoint the main job exports) from the pretrained model and from
+scratch; then each precision's difference to float32. Writes `--results-json` and a plot beside it.
 
 One fine-tuning of this small model moves by about a point with any change of rounding, so
 `--finetune-seeds 0,1,2,3,4` also fine-tunes every pretrained checkpoint with each of those
 seeds (the main job's own SST-2 options, only the seed changed; into
 `<run>/finetuning_seeds/<precision>-f<seed>/`) and tabulates the mean and the median over
-them per checkpoint (the ALBERT paper reports the median of five fine-tuning runs).
+them per checkpoint (the ALBERT paper reports the median of five fine-tuning runs), for the
+best evaluation of each run and for its last (the one the main job's summary compares).
 `--cross` fine-tunes every checkpoint in every precision of `--precisions` as well: which of
 pretraining and fine-tuning a difference comes from.
 """
@@ -95,16 +96,16 @@ def _finetune(options: dict) -> None:
     finetune(FinetuningOptions(**options))
 
 
-def finetune_again(output_dir: str, precision: str, seed: int, fine: str, fine_seed: int) -> float:
-    """The best SST-2 dev accuracy of the main job's fine-tuning of (precision, seed)'s
-    pretrained checkpoint, run again in `fine` precision with `fine_seed`: the main job's own
-    run where that is what it ran, a fresh process (skipped when finished) otherwise."""
+def finetune_again(output_dir: str, precision: str, seed: int, fine: str, fine_seed: int) -> dict:
+    """The summary of the main job's SST-2 fine-tuning of (precision, seed)'s pretrained
+    checkpoint, run again in `fine` precision with `fine_seed`: the main job's own run where
+    that is what it ran, a fresh process (skipped when finished) otherwise."""
     steps = os.path.join(run_directory(output_dir, precision, seed), "steps")
     with open(os.path.join(steps, "finetuning.json"), encoding="utf-8") as file:
         (run,) = json.load(file)["pretrained"]["runs"]
     options = dict(run["summary"]["options"])
     if (fine, fine_seed) == (options["precision"], options["seed"]):
-        return run["summary"]["best"]["accuracy"]
+        return run["summary"]
     directory = finetuning_directory(output_dir, precision, seed, fine, fine_seed)
     summary = os.path.join(directory, "summary.json")
     if not os.path.exists(summary):
@@ -117,13 +118,20 @@ def finetune_again(output_dir: str, precision: str, seed: int, fine: str, fine_s
         if process.exitcode != 0:
             raise RuntimeError(f"fine-tuning into {directory} exited with {process.exitcode}")
     with open(summary, encoding="utf-8") as file:
-        return json.load(file)["best"]["accuracy"]
+        return json.load(file)
+
+
+EVALUATIONS = {
+    "best": lambda summary: summary["best"]["accuracy"],  # the checkpoint the job exports
+    "last": lambda summary: summary["history"][-1]["accuracy"],  # what its summary compares
+}
 
 
 def finetuning_grid(output_dir, precisions, seeds, cross: bool, fine_seeds) -> dict:
-    """{pretraining precision: {fine-tuning precision: {"values": per pretraining seed, the
-    accuracies over `fine_seeds` (none: the checkpoint's own seed); "mean", "median": per
-    pretraining seed}}}. Without `cross` each checkpoint is fine-tuned in its own precision."""
+    """{pretraining precision: {fine-tuning precision: {"best" / "last" evaluation of each run:
+    {"values": per pretraining seed, the accuracies over `fine_seeds` (none: the checkpoint's
+    own seed); "mean", "median": per pretraining seed}}}}. Without `cross` each checkpoint is
+    fine-tuned in its own precision."""
     # The fine-tuning seed outermost, so an interrupted sweep has covered every checkpoint alike.
     for fine_seed in fine_seeds or [None]:
         for seed in seeds:
@@ -136,45 +144,53 @@ def finetuning_grid(output_dir, precisions, seeds, cross: bool, fine_seeds) -> d
     for precision in precisions:
         grid[precision] = {}
         for fine in precisions if cross else [precision]:
-            values = [
+            summaries = [
                 [finetune_again(output_dir, precision, s, fine, f) for f in fine_seeds or [s]]
                 for s in seeds
             ]
-            grid[precision][fine] = {
-                "values": values,
-                "mean": [statistics.mean(v) for v in values],
-                "median": [statistics.median(v) for v in values],
-            }
+            grid[precision][fine] = {}
+            for evaluation, accuracy in EVALUATIONS.items():
+                values = [[accuracy(summary) for summary in runs] for runs in summaries]
+                grid[precision][fine][evaluation] = {
+                    "values": values,
+                    "mean": [statistics.mean(v) for v in values],
+                    "median": [statistics.median(v) for v in values],
+                }
     return grid
 
 
 def print_grid(grid: dict, fine_seeds: list[int]) -> None:
     which = ",".join(map(str, fine_seeds)) if fine_seeds else "the checkpoint's own"
     print(
-        f"\nSST-2 dev from the pretrained model, fine-tuning seeds {which} per checkpoint; "
-        "per pretraining seed, then the "
-        "mean over them; difference to the float32 / float32 cell in points"
+        f"\nSST-2 dev from the pretrained model, fine-tuning seeds {which} per checkpoint, the "
+        "best and the last evaluation of each run: per pretraining seed the mean or median over "
+        "the fine-tuning seeds, | their mean, the difference to float32 / float32 in points"
     )
     base = grid.get("float32", {}).get("float32")
-    for precision, row in grid.items():
-        for fine, cell in row.items():
-            for statistic in ("mean", "median"):
-                values = cell[statistic]
-                line = (
-                    f"  pretrained {precision:15s} fine-tuned {fine:15s} {statistic:6s} "
-                    + " ".join(f"{v:.4f}" for v in values)
-                    + f"  | {statistics.mean(values):.4f}"
-                )
-                if base is not None and cell is not base:
-                    differences = [
-                        100 * (mine - theirs)
-                        for mine, theirs in zip(values, base[statistic], strict=True)
-                    ]
-                    line += (
-                        f"   {statistics.mean(differences):+.2f} points "
-                        f"[{min(differences):+.2f}, {max(differences):+.2f}]"
+    for evaluation in EVALUATIONS:
+        for precision, row in grid.items():
+            for fine, cells in row.items():
+                cell = cells[evaluation]
+                for statistic in ("mean", "median"):
+                    values = cell[statistic]
+                    line = (
+                        f"  {evaluation} | pretrained {precision:15s} fine-tuned {fine:15s} "
+                        f"{statistic:6s} "
+                        + " ".join(f"{v:.4f}" for v in values)
+                        + f"  | {statistics.mean(values):.4f}"
                     )
-                print(line)
+                    if base is not None and cells is not base:
+                        differences = [
+                            100 * (mine - theirs)
+                            for mine, theirs in zip(
+                                values, base[evaluation][statistic], strict=True
+                            )
+                        ]
+                        line += (
+                            f"   {statistics.mean(differences):+.2f} points "
+                            f"[{min(differences):+.2f}, {max(differences):+.2f}]"
+                        )
+                    print(line)
 
 
 def main() -> None:
@@ -243,16 +259,20 @@ def main() -> None:
         print_grid(grid, fine_seeds)
         results.update(finetune_seeds=fine_seeds, finetuning=grid)
     write_results(args.results_json, results)
-    plot(table, os.path.splitext(args.results_json)[0] + ".png")
+    plot(table, grid, seeds, os.path.splitext(args.results_json)[0] + ".png")
 
 
-def plot(table: dict, path: str) -> None:
+def plot(table: dict, grid: dict | None, seeds: list[int], path: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axis = plt.subplots(figsize=(8, 4))
+    if grid is None:
+        figure, axis = plt.subplots(figsize=(8, 4))
+    else:
+        figure, (axis, seeds_axis) = plt.subplots(1, 2, figsize=(14, 4.5))
+        plot_grid(grid, seeds, seeds_axis)
     width = 0.8 / len(table)
     for index, (precision, row) in enumerate(table.items()):
         positions = [i + index * width for i in range(len(METRICS))]
@@ -270,6 +290,26 @@ def plot(table: dict, path: str) -> None:
     figure.tight_layout()
     figure.savefig(path, dpi=120)
     print(f"plot: {path}")
+
+
+def plot_grid(grid: dict, seeds: list[int], axis) -> None:
+    """Every fine-tuning's best SST-2 accuracy as a dot, per pretraining seed and cell; the
+    median over the fine-tuning seeds as a bar."""
+    cells = [(p, f, cells["best"]) for p, row in grid.items() for f, cells in row.items()]
+    width = 0.8 / len(cells)
+    for index, (precision, fine, cell) in enumerate(cells):
+        label = precision if precision == fine else f"{precision} → {fine}"
+        positions = [i + index * width for i in range(len(seeds))]
+        bars = axis.bar(positions, cell["median"], width, alpha=0.5, label=f"{label} (median)")
+        for position, values in zip(positions, cell["values"], strict=True):
+            axis.plot([position] * len(values), values, ".", color=bars.patches[0].get_facecolor())
+    values = [v for _, _, cell in cells for per_seed in cell["values"] for v in per_seed]
+    axis.set_ylim(min(values) - 0.01, max(values) + 0.01)
+    axis.set_xticks([i + width * (len(cells) - 1) / 2 for i in range(len(seeds))])
+    axis.set_xticklabels([f"pretraining seed {seed}" for seed in seeds], fontsize=8)
+    axis.set_ylabel("SST-2 dev accuracy (dots: fine-tuning seeds)")
+    axis.set_title("SST-2 from each pretrained checkpoint, several fine-tuning seeds")
+    axis.legend(fontsize=8)
 
 
 if __name__ == "__main__":
