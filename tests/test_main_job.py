@@ -20,6 +20,7 @@ from main_job import STEPS, MainJobOptions, run_steps
 from main_job.options import parse_seeds
 from main_job.steps import PROBE_SENTENCES, pretraining_options
 
+from keras_albert.training.strategy import choose_precision_policy
 from tests.tool_flags import check_tool_flags
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -42,6 +43,7 @@ def best_model_probabilities(work_dir, texts):
     import keras
     from scipy.special import softmax
 
+    from keras_albert.export.precision import serving_model
     from keras_albert.text.tokenizer import AlbertTokenizer
     from tests.export.conftest import reference_pack
 
@@ -49,6 +51,10 @@ def best_model_probabilities(work_dir, texts):
     best = keras.models.load_model(
         work_dir / "finetuning" / "sst2" / "seed_0" / "best.keras", compile=False
     )
+    # The job trains in `--precision auto` (mixed_bfloat16 on a CPU with AVX512-BF16) and
+    # exports float32: the reference is the same weights computed in float32.
+    best = serving_model(best, "float32")
+    assert best.backbone.dtype_policy.name == "float32"
     inputs = reference_pack(
         [tokenizer.encode(text) for text in texts],
         None,
@@ -83,6 +89,10 @@ def copy_of(quick_run, tmp_path) -> pathlib.Path:
 def test_quick_main_job_exports_and_serves_the_model_it_fine_tuned(quick_run):
     work_dir, saved = quick_run.work_dir, quick_run.saved
     summary = json.loads((work_dir / "summary.json").read_text())
+    # `auto`: mixed_bfloat16 where the CPU multiplies bfloat16 natively, float32 elsewhere.
+    precision = choose_precision_policy("cpu", "auto")
+    assert summary["precision"] == precision
+    assert f"precision: {precision}" in quick_run.stdout
     export = pathlib.Path(summary["export_path"])
     assert export == saved / "albert_sst2_quick" / "1"
     assert (export / "saved_model.pb").is_file()
@@ -267,7 +277,7 @@ def test_flags_reach_the_options_and_override_the_quick_variant():
     assert options.albert_config().num_layers == 3
     assert tool.parse_options(["--finetune-seeds", "3,1"]).finetune_seeds == (3, 1)
     bfloat16 = tool.parse_options(["--precision", "mixed_bfloat16"])
-    assert MainJobOptions().precision == "float32"
+    assert MainJobOptions().precision == "auto"
     assert pretraining_options(bfloat16).precision == "mixed_bfloat16"
 
 

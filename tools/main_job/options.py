@@ -97,8 +97,12 @@ class MainJobOptions:
         pretrain_evaluations: held-out evaluations (and checkpoints) over the run.
         jit_compile: XLA for the pretraining and fine-tuning steps (about 2x the steps of the
             job's small model on CPU, measured).
-        precision: the pretraining and fine-tuning precision (`--precision` of both tools);
-            float32 until mixed_bfloat16 is shown to converge equally on the job (issue 37).
+        precision: the pretraining and fine-tuning precision (`--precision` of both tools).
+            `auto`: mixed_bfloat16 on a CPU that multiplies bfloat16 natively (AVX512-BF16 or
+            AMX), float32 on other CPUs. On the job, mixed_bfloat16 learns what float32 learns
+            (5 pretraining seeds x 5 fine-tuning seeds: MLM/SOP within 1 point, SST-2 -0.14
+            points on average) and pretrains 1.07-1.13x faster on an AVX512-BF16 CPU
+            (docs/precision.md). The summary prints the precision the job ran in.
         finetune_examples: SST-2 training rows used (a seeded sample); the dev set is used whole.
         finetune_sequence_length: packed length for SST-2 (its sentences are short).
         finetune_train_steps: optimizer steps of the SST-2 fine-tuning run.
@@ -176,7 +180,7 @@ class MainJobOptions:
     )
     finetune_processes: int = 2
     jit_compile: bool = True
-    precision: str = dataclasses.field(default="float32", metadata={"choices": PRECISIONS})
+    precision: str = dataclasses.field(default="auto", metadata={"choices": PRECISIONS})
     force: bool = False
     smoke: bool = False
     seed: int = 0
