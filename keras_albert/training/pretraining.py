@@ -43,14 +43,17 @@ service reports the missing peer); rerunning every worker resumes from the last 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 
 import keras
 import tensorflow as tf
 
+from keras_albert.config import AlbertConfig
 from keras_albert.models import AlbertBackbone, AlbertPretrainer
 from keras_albert.text.normalization import changed_normalization
+from keras_albert.text.pretraining.dataset import DynamicMasking
 from keras_albert.text.pretraining.records import RecordLayout, inspect_records
 from keras_albert.training import run_directory
 from keras_albert.training.checkpoints import training_checkpoint
@@ -133,18 +136,70 @@ def pretrain(options: PretrainingOptions) -> dict:
         return _pretrain(options, strategy, chief, started)
 
 
+@dataclasses.dataclass(frozen=True)
+class _CheckedRun:
+    """What the checks settle before anything is built or trained."""
+
+    layout: RecordLayout
+    eval_layout: RecordLayout | None
+    config: AlbertConfig
+    masking: DynamicMasking | None
+    policy: str
+    checkpoints_dir: str
+
+
+@dataclasses.dataclass(frozen=True)
+class _TrainingOutcome:
+    """Where this run's training started and ended, how long it took, its last logs."""
+
+    start_step: int
+    final_step: int
+    train_seconds: float
+    last_logs: dict
+    seconds_per_step: float | None
+    eval_results: dict | None
+
+
 def _pretrain(options: PretrainingOptions, strategy, chief: bool, started: float) -> dict:
-    # Setup: the output directory, the records, the run file, the architecture.
+    """`pretrain` inside its run lock, phase by phase; returns the summary (a short one on a
+    worker)."""
+    run, init_model = _check_run(options, strategy, chief)
+    # TF's global seed is seed + 1 (the initial weights of every run so far).
+    keras.utils.set_random_seed(options.seed + 1)
+    eval_fn, eval_counts = None, {}
+    if run.eval_layout is not None:
+        eval_fn, eval_counts = eval_dataset(options, run.eval_layout, run.masking, strategy)
+    model, optimizer, checkpoint = _build_pretrainer(options, strategy, run)
+    # Every worker saves (TensorFlow's collective save); only the chief's copy is kept.
+    resume = lambda: run_directory.where_to_resume(run.checkpoints_dir)  # noqa: E731
+    with worker_output(strategy, run.checkpoints_dir, resume) as save_dir:
+        manager = tf.train.CheckpointManager(
+            checkpoint, save_dir, max_to_keep=options.keep_checkpoints
+        )
+        resumed_from = _restore_or_initialize(
+            options, run, checkpoint, model, optimizer, init_model
+        )
+        del init_model
+        loop = _training_loop(options, strategy, model, optimizer)
+        outcome = _train(options, run, loop, manager, eval_fn, chief)
+    if not chief:
+        return {"step": outcome.final_step, "chief": False, "eval": outcome.eval_results}
+    summary = _write_summary(options, run, loop, outcome, resumed_from, eval_counts, started)
+    _print_summary(summary, options.output_dir)
+    return summary
+
+
+def _check_run(
+    options: PretrainingOptions, strategy, chief: bool
+) -> tuple[_CheckedRun, keras.Model | None]:
+    """Checks every input, writes `run.json` (chief) and returns the checked run and the
+    model to initialize from (`None` without `init_checkpoint`)."""
     layout = inspect_records(options.train_data, "train_data")
     eval_layout = None
     if options.eval_data is not None:
         eval_layout = inspect_records(options.eval_data, "eval_data")
         require_same_layout(layout, eval_layout)
-    run_options = {name: getattr(options, name) for name in RUN_DEFINING_OPTIONS}
-    # Not run-defining, but read back by fine-tuning and the export (resolve_normalization).
-    run_options.update(changed_normalization(options))
-    if options.input_sharding == "files":  # each worker's stream depends on their number
-        run_options["input_pipelines"] = num_workers(strategy)
+    run_options = _run_options(options, strategy)
     checkpoints_dir = os.path.join(options.output_dir, "checkpoints")
     has_checkpoint = tf.train.latest_checkpoint(checkpoints_dir) is not None
     run_directory.check_run_file(options.output_dir, run_options, has_checkpoint)
@@ -153,18 +208,7 @@ def _pretrain(options: PretrainingOptions, strategy, chief: bool, started: float
         eval_layout = layout_for_options(eval_layout, options)
 
     config, init_model = initial_pretrainer(options)
-    if layout.sequence_length > config.max_sequence_length:
-        raise ValueError(
-            f"The records hold sequences of {layout.sequence_length} tokens but the model's "
-            f"max_sequence_length is {config.max_sequence_length}."
-        )
-    masking = dynamic_masking_for(options)
-    if masking is not None and masking.word_start.shape[0] != config.vocabulary_size:
-        raise ValueError(
-            f"The vocabulary {options.vocabulary!r} has "
-            f"{masking.word_start.shape[0]} pieces but the model's vocabulary_size is "
-            f"{config.vocabulary_size}."
-        )
+    masking = _checked_masking(options, layout, config)
     # The architecture, recorded from the first step: the checkpoints of an interrupted run
     # load (`load_checkpoint(output_dir)`, fine-tuning's `init_checkpoint`) whatever flags
     # started it, and a resume must keep it.
@@ -181,17 +225,48 @@ def _pretrain(options: PretrainingOptions, strategy, chief: bool, started: float
     if chief:
         run_directory.prepare_output_dir(options.output_dir)
         run_directory.write_run_file(options.output_dir, run_options)
+    run = _CheckedRun(layout, eval_layout, config, masking, policy, checkpoints_dir)
+    return run, init_model
 
-    # TF's global seed is seed + 1 (the initial weights of every run so far).
-    keras.utils.set_random_seed(options.seed + 1)
 
-    # Data and model.
-    eval_fn, eval_counts = None, {}
-    if eval_layout is not None:
-        eval_fn, eval_counts = eval_dataset(options, eval_layout, masking, strategy)
+def _run_options(options: PretrainingOptions, strategy) -> dict:
+    """Returns what `run.json` records before the architecture and the precision are known."""
+    run_options = {name: getattr(options, name) for name in RUN_DEFINING_OPTIONS}
+    # Not run-defining, but read back by fine-tuning and the export (resolve_normalization).
+    run_options.update(changed_normalization(options))
+    if options.input_sharding == "files":  # each worker's stream depends on their number
+        run_options["input_pipelines"] = num_workers(strategy)
+    return run_options
+
+
+def _checked_masking(
+    options: PretrainingOptions, layout: RecordLayout, config: AlbertConfig
+) -> DynamicMasking | None:
+    """Returns the dynamic masking (`None` without one) once the records' sequence length and
+    the vocabulary are checked against `config`."""
+    if layout.sequence_length > config.max_sequence_length:
+        raise ValueError(
+            f"The records hold sequences of {layout.sequence_length} tokens but the model's "
+            f"max_sequence_length is {config.max_sequence_length}."
+        )
+    masking = dynamic_masking_for(options)
+    if masking is not None and masking.word_start.shape[0] != config.vocabulary_size:
+        raise ValueError(
+            f"The vocabulary {options.vocabulary!r} has "
+            f"{masking.word_start.shape[0]} pieces but the model's vocabulary_size is "
+            f"{config.vocabulary_size}."
+        )
+    return masking
+
+
+def _build_pretrainer(
+    options: PretrainingOptions, strategy, run: _CheckedRun
+) -> tuple[AlbertPretrainer, keras.optimizers.Optimizer, tf.train.Checkpoint]:
+    """Returns the model, its optimizer and their training checkpoint, built under
+    `strategy.scope()`."""
     with strategy.scope():
-        model = AlbertPretrainer(AlbertBackbone.from_albert_config(config, dtype=policy))
-        optimizer = optimizer_for_precision(build_pretraining_optimizer(options), policy)
+        model = AlbertPretrainer(AlbertBackbone.from_albert_config(run.config, dtype=run.policy))
+        optimizer = optimizer_for_precision(build_pretraining_optimizer(options), run.policy)
         # Compiled for what `pretrainer.keras` carries (optimizer, losses), not for training;
         # with the unwrapped optimizer, so that neither depends on the precision.
         compile_pretrainer(
@@ -201,92 +276,139 @@ def _pretrain(options: PretrainingOptions, strategy, chief: bool, started: float
         )
         optimizer.build(model.trainable_variables)
         checkpoint = training_checkpoint(model, checkpointed_optimizer(optimizer))
-    # Every worker saves (TensorFlow's collective save); only the chief's copy is kept.
-    resume = lambda: run_directory.where_to_resume(checkpoints_dir)  # noqa: E731
-    with worker_output(strategy, checkpoints_dir, resume) as save_dir:
-        manager = tf.train.CheckpointManager(
-            checkpoint, save_dir, max_to_keep=options.keep_checkpoints
-        )
-        resumed_from = None
-        latest = run_directory.restore_latest_intact(checkpoint, checkpoints_dir)
-        if latest:
-            resumed_from = int(optimizer.iterations.numpy())
-            print(f"keras_albert: resuming from {latest} (step {resumed_from})")
-        elif init_model is not None:
-            copy_initial_weights(init_model, model, options.init_checkpoint)
-        del init_model
+    return model, optimizer, checkpoint
 
-        # The loop.
-        start_step = int(optimizer.iterations.numpy())
-        loop = TrainingLoop(
-            strategy,
-            model,
-            optimizer,
-            pretraining_replica_fn(options.sentence_order_loss_weight),
-            steps_per_execution=options.steps_per_execution,
-            jit_compile=resolve_jit_compile(options.jit_compile, strategy),
+
+def _restore_or_initialize(
+    options: PretrainingOptions,
+    run: _CheckedRun,
+    checkpoint: tf.train.Checkpoint,
+    model: AlbertPretrainer,
+    optimizer: keras.optimizers.Optimizer,
+    init_model: keras.Model | None,
+) -> int | None:
+    """Restores the last intact checkpoint and returns its step, else copies the initial
+    weights (if any) into the model and returns `None`."""
+    latest = run_directory.restore_latest_intact(checkpoint, run.checkpoints_dir)
+    if latest:
+        resumed_from = int(optimizer.iterations.numpy())
+        print(f"keras_albert: resuming from {latest} (step {resumed_from})")
+        return resumed_from
+    if init_model is not None:
+        copy_initial_weights(init_model, model, options.init_checkpoint)
+    return None
+
+
+def _training_loop(
+    options: PretrainingOptions,
+    strategy,
+    model: AlbertPretrainer,
+    optimizer: keras.optimizers.Optimizer,
+) -> TrainingLoop:
+    """Returns the loop that trains `model` on the MLM + SOP objective under `strategy`."""
+    return TrainingLoop(
+        strategy,
+        model,
+        optimizer,
+        pretraining_replica_fn(options.sentence_order_loss_weight),
+        steps_per_execution=options.steps_per_execution,
+        jit_compile=resolve_jit_compile(options.jit_compile, strategy),
+    )
+
+
+def _train(
+    options: PretrainingOptions,
+    run: _CheckedRun,
+    loop: TrainingLoop,
+    manager: tf.train.CheckpointManager,
+    eval_fn,
+    chief: bool,
+) -> _TrainingOutcome:
+    """Trains from the optimizer's step to `train_steps`, checkpoints the final step and
+    evaluates it (unless the last interval did); returns what the summary reports."""
+    start_step = int(loop.optimizer.iterations.numpy())
+    train_seconds = 0.0
+    last_logs: dict = {}
+    seconds_per_step = None
+    evaluated: dict | None = None
+    if start_step < options.train_steps:
+        train_started = time.perf_counter()
+        last_logs, evaluated, seconds_per_step = train_in_intervals(
+            loop, manager, options, run.layout, run.masking, eval_fn, start_step, chief
         )
-        train_seconds = 0.0
-        last_logs: dict = {}
-        seconds_per_step = None
-        evaluated: dict | None = None
-        if start_step < options.train_steps:
-            train_started = time.perf_counter()
-            last_logs, evaluated, seconds_per_step = train_in_intervals(
-                loop, manager, options, layout, masking, eval_fn, start_step, chief
-            )
-            train_seconds = time.perf_counter() - train_started
-        final_step = int(optimizer.iterations.numpy())
-        if tf.train.latest_checkpoint(checkpoints_dir) != os.path.join(
-            checkpoints_dir, f"ckpt-{final_step}"
-        ):
-            manager.save(checkpoint_number=final_step)
-        # Save: the final evaluation, the model, the summary.
-        eval_results = evaluated
-        if eval_fn is not None and eval_results is None:
-            eval_results = evaluate_pretrainer(loop, eval_fn, options)
-    if not chief:
-        return {"step": final_step, "chief": False, "eval": eval_results}
+        train_seconds = time.perf_counter() - train_started
+    final_step = int(loop.optimizer.iterations.numpy())
+    if tf.train.latest_checkpoint(run.checkpoints_dir) != os.path.join(
+        run.checkpoints_dir, f"ckpt-{final_step}"
+    ):
+        manager.save(checkpoint_number=final_step)
+    eval_results = evaluated
+    if eval_fn is not None and eval_results is None:
+        eval_results = evaluate_pretrainer(loop, eval_fn, options)
+    return _TrainingOutcome(
+        start_step, final_step, train_seconds, last_logs, seconds_per_step, eval_results
+    )
+
+
+def _write_summary(
+    options: PretrainingOptions,
+    run: _CheckedRun,
+    loop: TrainingLoop,
+    outcome: _TrainingOutcome,
+    resumed_from: int | None,
+    eval_counts: dict,
+    started: float,
+) -> dict:
+    """Saves `pretrainer.keras`, writes `summary.json` and returns the summary (chief only)."""
     model_path = os.path.join(options.output_dir, "pretrainer.keras")
-    run_directory.atomic_save_model(model, model_path)
-    trained_steps = final_step - start_step
+    run_directory.atomic_save_model(loop.model, model_path)
+    trained_steps = outcome.final_step - outcome.start_step
+    train_seconds = outcome.train_seconds
     summary = {
-        "step": final_step,
+        "step": outcome.final_step,
         "train_steps": options.train_steps,
         "resumed_from_step": resumed_from,
-        "examples_seen": final_step * options.batch_size,
+        "examples_seen": outcome.final_step * options.batch_size,
         "trained_steps_this_run": trained_steps,
         "train_steps_per_second": trained_steps / train_seconds if train_seconds else None,
         # Training only (compilation included), then everything this run did.
         "train_seconds_this_run": train_seconds,
         "wall_seconds_this_run": time.perf_counter() - started,
         # The last log interval's training steps (no compilation, no evaluation in it).
-        "seconds_per_step": seconds_per_step,
-        "final_train_logs": last_logs,
-        "eval": eval_results,
+        "seconds_per_step": outcome.seconds_per_step,
+        "final_train_logs": outcome.last_logs,
+        "eval": outcome.eval_results,
         **eval_counts,
-        "num_parameters": int(model.count_params()),
-        "strategy": type(strategy).__name__,
-        "num_replicas": strategy.num_replicas_in_sync,
-        "num_workers": num_workers(strategy),
-        "precision": policy,
-        "sequence_length": layout.sequence_length,
-        "max_predictions_per_sequence": layout.max_predictions_per_sequence,
-        "config": config.to_dict(),
-        "checkpoint": tf.train.latest_checkpoint(checkpoints_dir),
+        "num_parameters": int(loop.model.count_params()),
+        "strategy": type(loop.strategy).__name__,
+        "num_replicas": loop.strategy.num_replicas_in_sync,
+        "num_workers": num_workers(loop.strategy),
+        "precision": run.policy,
+        "sequence_length": run.layout.sequence_length,
+        "max_predictions_per_sequence": run.layout.max_predictions_per_sequence,
+        "config": run.config.to_dict(),
+        "checkpoint": tf.train.latest_checkpoint(run.checkpoints_dir),
         "model": model_path,
     }
     run_directory.write_summary(options.output_dir, summary)
-    shown = {"step": final_step, "trained_steps_this_run": trained_steps, "precision": policy}
-    if train_seconds:
-        shown["train_time"] = format_duration(train_seconds)
-    for split, logs in (("train", last_logs), ("eval", eval_results or {})):
+    return summary
+
+
+def _print_summary(summary: dict, output_dir: str) -> None:
+    """Prints the summary's one line: the step, the time and the last losses and accuracies."""
+    shown = {
+        "step": summary["step"],
+        "trained_steps_this_run": summary["trained_steps_this_run"],
+        "precision": summary["precision"],
+    }
+    if summary["train_seconds_this_run"]:
+        shown["train_time"] = format_duration(summary["train_seconds_this_run"])
+    for split, logs in (("train", summary["final_train_logs"]), ("eval", summary["eval"] or {})):
         for name in ("loss", "mlm_accuracy", "sop_accuracy"):
             if name in logs:
                 shown[f"{split}_{name}"] = round(float(logs[name]), 4)
     line = ", ".join(f"{key} {value}" for key, value in shown.items())
-    print(f"keras_albert pretraining summary: {line} (all: {options.output_dir}/summary.json)")
-    return summary
+    print(f"keras_albert pretraining summary: {line} (all: {output_dir}/summary.json)")
 
 
 def build_pretraining_optimizer(options: PretrainingOptions) -> keras.optimizers.Optimizer:
