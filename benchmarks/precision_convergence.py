@@ -104,7 +104,8 @@ def finetune_again(output_dir: str, precision: str, seed: int, fine: str, fine_s
     with open(os.path.join(steps, "finetuning.json"), encoding="utf-8") as file:
         (run,) = json.load(file)["pretrained"]["runs"]
     options = dict(run["summary"]["options"])
-    if (fine, fine_seed) == (options["precision"], options["seed"]):
+    # The precision the run trained in (its summary's, resolved from `auto` if need be).
+    if (fine, fine_seed) == (run["summary"]["precision"], options["seed"]):
         return run["summary"]
     directory = finetuning_directory(output_dir, precision, seed, fine, fine_seed)
     summary = os.path.join(directory, "summary.json")
