@@ -3,6 +3,7 @@ Runtime's, nothing else in the graph.
 
 Run by hand (needs the test extra: onnx, onnxruntime):
     python benchmarks/small_row_matmul.py --rows 1,8,17,32,64 --rounds 5
+    python benchmarks/small_row_matmul.py --rows 1,17,64 --formulations matmul,batch_matmul,conv2d
 
 A served batch-1 request of 17 tokens spends most of its time in the shared block's four
 multiplies per pass (Q/K/V 768 × 2304, attention output 768 × 768, feed-forward 768 × 3072 and
@@ -11,6 +12,8 @@ output fed to the next, the weights graph constants shared by the 12 passes, as 
 hold them — in ONE process, interleaved rounds:
 - TensorFlow float32 and bfloat16, a v1 session over a graph (Grappler and the oneDNN rewrite
   run as when TF Serving loads a SavedModel: `_MklNativeFusedMatMul`), biases added and fused;
+  with `--formulations`, also the same chain as rank-3 `BatchMatMulV2`s or 1 x 1 `Conv2D`s
+  (oneDNN's matmul and convolution primitives instead of its inner product);
 - ONNX Runtime float32 (MLAS), the same chain as an ONNX graph (`MatMul` + `Add`, which its
   optimizer fuses into `Gemm`/`FusedMatMul`), the same weights, all graph optimizations.
 Prints ms per chain, GFLOP/s and the fraction of TensorFlow's GEMM roof measured in the same
@@ -51,8 +54,26 @@ def _weights(seed: int = 0):
     ]
 
 
+def _multiply(x, kernel, bias, formulation: str):
+    """`x @ kernel + bias` written as one of FORMULATIONS (the same sums, other TF ops)."""
+    inner, columns = kernel.shape
+    if formulation == "matmul":  # as served: oneDNN inner product, bias fused
+        return tf.nn.bias_add(tf.matmul(x, kernel), bias)
+    if formulation == "batch_matmul":  # rank 3: oneDNN's matmul primitive
+        y = tf.linalg.matmul(tf.reshape(x, (1, -1, inner)), tf.reshape(kernel, (1, inner, columns)))
+        return tf.reshape(y, (-1, columns)) + bias
+    # conv2d: a 1 x 1 convolution over a 1 x rows image (oneDNN convolution, bias fused)
+    y = tf.nn.conv2d(
+        tf.reshape(x, (1, 1, -1, inner)), tf.reshape(kernel, (1, 1, inner, columns)), 1, "VALID"
+    )
+    return tf.reshape(tf.nn.bias_add(y, bias), (-1, columns))
+
+
+FORMULATIONS = ("matmul", "batch_matmul", "conv2d")
+
+
 class TensorFlowChain:
-    def __init__(self, rows: int, dtype: str):
+    def __init__(self, rows: int, dtype: str, formulation: str = "matmul"):
         graph = tf.Graph()
         with graph.as_default():
             self.input = tf.compat.v1.placeholder(tf.float32, (rows, 768))
@@ -63,10 +84,10 @@ class TensorFlowChain:
             x = tf.cast(self.input, dtype)
             for _ in range(PASSES):
                 (qkv, qkv_b), (out, out_b), (up, up_b), (down, down_b) = weights
-                projected = tf.nn.bias_add(tf.matmul(x, qkv), qkv_b)
-                attended = tf.nn.bias_add(tf.matmul(projected[:, :768], out), out_b)
-                hidden = tf.nn.bias_add(tf.matmul(attended, up), up_b)
-                x = tf.nn.bias_add(tf.matmul(hidden, down), down_b)
+                projected = _multiply(x, qkv, qkv_b, formulation)
+                attended = _multiply(projected[:, :768], out, out_b, formulation)
+                hidden = _multiply(attended, up, up_b, formulation)
+                x = _multiply(hidden, down, down_b, formulation)
             self.output = tf.cast(x, tf.float32)
         self.session = tf.compat.v1.Session(graph=graph)
 
@@ -126,7 +147,16 @@ def main() -> None:
     parser.add_argument("--rows", default="1,8,17,32,64", help="row counts (tokens) to time")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds")
     parser.add_argument("--steps", type=int, default=20, help="timed chains per round")
+    parser.add_argument(
+        "--formulations",
+        default="matmul",
+        help=f"TensorFlow's chain written as any of {','.join(FORMULATIONS)} (each timed)",
+    )
     args = parser.parse_args()
+    formulations = args.formulations.split(",")
+    for formulation in formulations:
+        if formulation not in FORMULATIONS:
+            parser.error(f"--formulations: {formulation!r} is not one of {FORMULATIONS}")
     features = cpu_features()
     print(f"CPU: {features['model_name']}; flags {features['flags']}; load {os.getloadavg()}")
     roofs = {dtype: gemm_roof(dtype, seconds=2.0) for dtype in ("float32", "bfloat16")}
@@ -134,13 +164,18 @@ def main() -> None:
     directory = tempfile.mkdtemp()
     for rows in [int(value) for value in args.rows.split(",")]:
         engines = {
-            "TensorFlow float32": TensorFlowChain(rows, "float32"),
-            "TensorFlow bfloat16": TensorFlowChain(rows, "bfloat16"),
-            "ONNX Runtime float32": OnnxChain(rows, directory),
+            f"TensorFlow {dtype}" + ("" if formulation == "matmul" else f" {formulation}"): (
+                TensorFlowChain(rows, dtype, formulation)
+            )
+            for formulation in formulations
+            for dtype in ("float32", "bfloat16")
         }
+        engines["ONNX Runtime float32"] = OnnxChain(rows, directory)
         x = np.random.default_rng(1).normal(size=(rows, 768)).astype(np.float32)
-        reference = engines["TensorFlow float32"](x)
-        np.testing.assert_allclose(engines["ONNX Runtime float32"](x), reference, atol=1e-4)
+        reference = TensorFlowChain(rows, "float32")(x)
+        for name, engine in engines.items():
+            tolerance = 0.2 if "bfloat16" in name else 1e-4
+            np.testing.assert_allclose(engine(x), reference, atol=tolerance, err_msg=name)
         times = {name: [] for name in engines}
         for _ in range(args.rounds):
             for name, engine in engines.items():
@@ -157,7 +192,7 @@ def main() -> None:
             rate = chain_flops(rows) / ms / 1e6
             roof = roofs["bfloat16" if "bfloat16" in name else "float32"]
             print(
-                f"  {name:22s} {ms:6.2f} ms  {rate:5.0f} GFLOP/s  {rate / roof:.2f} of its roof"
+                f"  {name:35s} {ms:6.2f} ms  {rate:5.0f} GFLOP/s  {rate / roof:.2f} of its roof"
                 f"  x{onnx_ms / ms:.2f} ONNX Runtime's speed"
             )
     print(f"\nload at the end {os.getloadavg()}")
