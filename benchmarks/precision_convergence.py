@@ -133,31 +133,39 @@ def finetuning_grid(output_dir, precisions, seeds, cross: bool, fine_seeds) -> d
     {"values": per pretraining seed, the accuracies over `fine_seeds` (none: the checkpoint's
     own seed); "mean", "median": per pretraining seed}}}}. Without `cross` each checkpoint is
     fine-tuned in its own precision."""
+    summaries = {}  # (precision, seed, fine, fine seed) -> the run's summary
     # The fine-tuning seed outermost, so an interrupted sweep has covered every checkpoint alike.
     for fine_seed in fine_seeds or [None]:
         for seed in seeds:
             for precision in precisions:
                 for fine in precisions if cross else [precision]:
-                    finetune_again(
-                        output_dir, precision, seed, fine, seed if fine_seed is None else fine_seed
-                    )
+                    key = (precision, seed, fine, seed if fine_seed is None else fine_seed)
+                    summaries[key] = finetune_again(output_dir, *key)
     grid = {}
     for precision in precisions:
         grid[precision] = {}
         for fine in precisions if cross else [precision]:
-            summaries = [
-                [finetune_again(output_dir, precision, s, fine, f) for f in fine_seeds or [s]]
-                for s in seeds
+            runs_per_seed = [
+                [summaries[precision, s, fine, f] for f in fine_seeds or [s]] for s in seeds
             ]
             grid[precision][fine] = {}
             for evaluation, accuracy in EVALUATIONS.items():
-                values = [[accuracy(summary) for summary in runs] for runs in summaries]
+                values = [[accuracy(summary) for summary in runs] for runs in runs_per_seed]
                 grid[precision][fine][evaluation] = {
                     "values": values,
                     "mean": [statistics.mean(v) for v in values],
                     "median": [statistics.median(v) for v in values],
                 }
     return grid
+
+
+def paired_difference(values: list[float], base: list[float]) -> str:
+    """`values - base` per seed in points: "mean points [min, max]"."""
+    differences = [100 * (mine - theirs) for mine, theirs in zip(values, base, strict=True)]
+    return (
+        f"{statistics.mean(differences):+.2f} points "
+        f"[{min(differences):+.2f}, {max(differences):+.2f}]"
+    )
 
 
 def print_grid(grid: dict, fine_seeds: list[int]) -> None:
@@ -181,16 +189,7 @@ def print_grid(grid: dict, fine_seeds: list[int]) -> None:
                         + f"  | {statistics.mean(values):.4f}"
                     )
                     if base is not None and cells is not base:
-                        differences = [
-                            100 * (mine - theirs)
-                            for mine, theirs in zip(
-                                values, base[evaluation][statistic], strict=True
-                            )
-                        ]
-                        line += (
-                            f"   {statistics.mean(differences):+.2f} points "
-                            f"[{min(differences):+.2f}, {max(differences):+.2f}]"
-                        )
+                        line += "   " + paired_difference(values, base[evaluation][statistic])
                     print(line)
 
 
@@ -244,16 +243,8 @@ def main() -> None:
         for metric, cell in row.items():
             line = f"  {metric:24s} {cell['mean']:.4f} [{cell['min']:.4f}, {cell['max']:.4f}]"
             if precision != "float32" and "float32" in table and metric in METRICS:
-                differences = [
-                    100 * (mine - theirs)
-                    for mine, theirs in zip(
-                        cell["values"], table["float32"][metric]["values"], strict=True
-                    )
-                ]
-                line += (
-                    f"   {statistics.mean(differences):+.2f} points "
-                    f"[{min(differences):+.2f}, {max(differences):+.2f}] per seed"
-                )
+                base = table["float32"][metric]["values"]
+                line += f"   {paired_difference(cell['values'], base)} per seed"
             print(line)
     results = {"seeds": seeds, "runs": runs, "table": table}
     if grid is not None:
