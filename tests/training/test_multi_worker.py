@@ -24,7 +24,7 @@ from tests.training.test_pretraining_subprocess import (
     history,
     pretrain_command,
 )
-from tests.training.test_strategy import PORT_CLASH, free_port
+from tests.training.test_strategy import MAX_PORT_ATTEMPTS, PORT_CLASH, free_port, tf_config
 
 # Bounded time for the survivor of a killed peer to fail (TensorFlow's coordination service
 # notices the missing heartbeats, then the collective fails).
@@ -32,23 +32,17 @@ PEER_FAILURE_S = 120
 # A whole run of the workers (generous: the suite's machine may be loaded).
 TIMEOUT_S = 600
 TRAIN_STEPS = 16
-MAX_PORT_ATTEMPTS = 3
-
-
-def tf_config(ports, index):
-    cluster = {"worker": [f"127.0.0.1:{port}" for port in ports]}
-    return json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})
 
 
 def start_workers(commands, tmp_path, attempt, output=subprocess.PIPE):
     """One process per command, worker i with TF_CONFIG index i and its own TMPDIR (where a
     worker that is not the chief writes its checkpoints)."""
-    ports = [free_port() for _ in commands]
+    workers = [f"127.0.0.1:{free_port()}" for _ in commands]
     processes = []
     for index, command in enumerate(commands):
         scratch = tmp_path / f"tmp-{attempt}-worker{index}"
         scratch.mkdir(exist_ok=True)
-        env = {**environment(), "TF_CONFIG": tf_config(ports, index), "TMPDIR": str(scratch)}
+        env = {**environment(), "TF_CONFIG": tf_config(workers, index), "TMPDIR": str(scratch)}
         processes.append(
             subprocess.Popen(
                 command,

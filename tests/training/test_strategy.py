@@ -34,6 +34,11 @@ PORT_CLASH = re.compile(
 MAX_PORT_ATTEMPTS = 3
 
 
+def tf_config(workers: list[str], index: int) -> str:
+    """TF_CONFIG of worker `index` in a cluster of the `workers` addresses ("host:port")."""
+    return json.dumps({"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})
+
+
 def free_port() -> int:
     """A port free now. Another process may take it before our subprocess binds it: the
     callers that hand it to a subprocess retry on PORT_CLASH."""
@@ -138,10 +143,10 @@ def run_workers(worker_args, other_runs=(), helper=HELPER):
     meanwhile. Returns the workers' results, then the others'."""
     for _ in range(MAX_PORT_ATTEMPTS):
         workers = [f"localhost:{free_port()}" for _ in worker_args]
-        runs = []
-        for index, args in enumerate(worker_args):
-            task = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
-            runs.append((args, {"TF_CONFIG": json.dumps(task)}))
+        runs = [
+            (args, {"TF_CONFIG": tf_config(workers, index)})
+            for index, args in enumerate(worker_args)
+        ]
         results = run_helpers([*runs, *other_runs], helper=helper)
         if not any(code != 0 and PORT_CLASH.search(output) for code, output in results):
             break
