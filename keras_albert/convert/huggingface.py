@@ -23,6 +23,7 @@ from keras_albert.models import (
     AlbertPretrainer,
     AlbertTokenClassifier,
 )
+from keras_albert.models.backbone import shared_blocks
 from keras_albert.models.question_answerer import AlbertQuestionAnswerer
 from keras_albert.text.files import apply_umask
 
@@ -98,14 +99,12 @@ def hf_name_table(
         *_linear("embedding/projection", f"{p}encoder.embedding_hidden_mapping_in"),
         *_linear("pooler", f"{p}pooler"),
     ]
-    for group in range(config.num_groups):
-        for inner in range(config.num_inner_repetitions):
-            ours = f"group_{group}_inner_{inner}"
-            theirs = f"{p}encoder.albert_layer_groups.{group}.albert_layers.{inner}"
-            for our_sublayer, hf_module in _BLOCK_LINEARS:
-                table += _linear(f"{ours}/{our_sublayer}", f"{theirs}.{hf_module}")
-            for our_sublayer, hf_module in _BLOCK_LAYER_NORMS:
-                table += _layer_norm(f"{ours}/{our_sublayer}", f"{theirs}.{hf_module}")
+    for group, inner, ours in shared_blocks(config):
+        theirs = f"{p}encoder.albert_layer_groups.{group}.albert_layers.{inner}"
+        for our_sublayer, hf_module in _BLOCK_LINEARS:
+            table += _linear(f"{ours}/{our_sublayer}", f"{theirs}.{hf_module}")
+        for our_sublayer, hf_module in _BLOCK_LAYER_NORMS:
+            table += _layer_norm(f"{ours}/{our_sublayer}", f"{theirs}.{hf_module}")
     if heads:
         table += [
             Entry("masked_lm_head/output_bias", "predictions.bias"),

@@ -18,6 +18,7 @@ import numpy as np
 
 from keras_albert.config import AlbertConfig
 from keras_albert.convert.name_table import Entry
+from keras_albert.models.backbone import shared_blocks
 
 # (our sublayer path, keras-hub sublayer path) inside one transformer block.
 _BLOCK_SUBLAYERS = [
@@ -84,28 +85,27 @@ def keras_hub_name_table(config: AlbertConfig, head: str | None = None) -> list[
         *entries_for("embedding/layer_norm", "embeddings_layer_norm", norm),
         *entries_for("embedding/projection", "embedding_projection"),
     ]
-    for group in range(config.num_groups):
-        for inner in range(config.num_inner_repetitions):
-            ours, theirs = f"group_{group}_inner_{inner}", f"group_{group}_inner_layer_{inner}"
-            for our_sublayer, their_sublayer in _BLOCK_SUBLAYERS:
-                path, their_path = f"{ours}/{our_sublayer}", f"{theirs}/{their_sublayer}"
-                if our_sublayer in ("attention/query", "attention/key", "attention/value"):
-                    table += [
-                        Entry(f"{path}/kernel", f"{their_path}/kernel", source_shape=per_head),
-                        Entry(f"{path}/bias", f"{their_path}/bias", source_shape=per_head[1:]),
-                    ]
-                elif our_sublayer == "attention/output":
-                    table += [
-                        Entry(
-                            f"{path}/kernel",
-                            f"{their_path}/kernel",
-                            source_shape=per_head[1:] + (hidden,),
-                        ),
-                        Entry(f"{path}/bias", f"{their_path}/bias"),
-                    ]
-                else:
-                    variables = norm if our_sublayer.endswith("layer_norm") else ("kernel", "bias")
-                    table += entries_for(path, their_path, variables)
+    for group, inner, ours in shared_blocks(config):
+        theirs = f"group_{group}_inner_layer_{inner}"
+        for our_sublayer, their_sublayer in _BLOCK_SUBLAYERS:
+            path, their_path = f"{ours}/{our_sublayer}", f"{theirs}/{their_sublayer}"
+            if our_sublayer in ("attention/query", "attention/key", "attention/value"):
+                table += [
+                    Entry(f"{path}/kernel", f"{their_path}/kernel", source_shape=per_head),
+                    Entry(f"{path}/bias", f"{their_path}/bias", source_shape=per_head[1:]),
+                ]
+            elif our_sublayer == "attention/output":
+                table += [
+                    Entry(
+                        f"{path}/kernel",
+                        f"{their_path}/kernel",
+                        source_shape=per_head[1:] + (hidden,),
+                    ),
+                    Entry(f"{path}/bias", f"{their_path}/bias"),
+                ]
+            else:
+                variables = norm if our_sublayer.endswith("layer_norm") else ("kernel", "bias")
+                table += entries_for(path, their_path, variables)
     table += entries_for("pooler", "pooled_dense")
     if head == "classifier":
         table += entries_for("logits", "logits")

@@ -21,6 +21,7 @@ from keras_albert.models import (
     AlbertPretrainer,
     AlbertTokenClassifier,
 )
+from keras_albert.models.backbone import shared_blocks
 from keras_albert.models.question_answerer import AlbertQuestionAnswerer
 
 # Optimizer state and bookkeeping in released and fine-tuned checkpoints.
@@ -87,14 +88,12 @@ def tf1_name_table(config: AlbertConfig, heads: str | None = None) -> list[Entry
         *_dense("embedding/projection", "bert/encoder/embedding_hidden_mapping_in"),
         *_dense("pooler", "bert/pooler/dense"),
     ]
-    for group in range(config.num_groups):
-        for inner in range(config.num_inner_repetitions):
-            ours = f"group_{group}_inner_{inner}"
-            theirs = f"bert/encoder/transformer/group_{group}/inner_group_{inner}"
-            for our_sublayer, original in _BLOCK:
-                table += _dense(f"{ours}/{our_sublayer}", f"{theirs}/{original}")
-            table += _layer_norm(f"{ours}/attention/layer_norm", f"{theirs}/LayerNorm")
-            table += _layer_norm(f"{ours}/feedforward/layer_norm", f"{theirs}/LayerNorm_1")
+    for group, inner, ours in shared_blocks(config):
+        theirs = f"bert/encoder/transformer/group_{group}/inner_group_{inner}"
+        for our_sublayer, original in _BLOCK:
+            table += _dense(f"{ours}/{our_sublayer}", f"{theirs}/{original}")
+        table += _layer_norm(f"{ours}/attention/layer_norm", f"{theirs}/LayerNorm")
+        table += _layer_norm(f"{ours}/feedforward/layer_norm", f"{theirs}/LayerNorm_1")
     if heads == "pretraining":
         table += [
             *_dense("masked_lm_head/dense", "cls/predictions/transform/dense"),

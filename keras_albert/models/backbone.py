@@ -274,6 +274,21 @@ class AlbertBackbone(keras.Model):
         return cls(**config)
 
 
+def block_name(group: int, inner: int) -> str:
+    """The name of the shared block of `group` at inner repetition `inner` (`sharing="all"`),
+    the first part of its weights' paths; the converters' name tables read it."""
+    return f"group_{group}_inner_{inner}"
+
+
+def shared_blocks(config: AlbertConfig) -> list[tuple[int, int, str]]:
+    """(group, inner repetition, `block_name`) of every shared block, groups first."""
+    return [
+        (group, inner, block_name(group, inner))
+        for group in range(config.num_groups)
+        for inner in range(config.num_inner_repetitions)
+    ]
+
+
 def _encoder_steps(config: AlbertConfig, dtype) -> list:
     """The block (or (attention, feed-forward) pair) applied at each step, in order."""
 
@@ -304,7 +319,7 @@ def _encoder_steps(config: AlbertConfig, dtype) -> list:
     num_layers = config.num_layers
     if config.sharing == "all":
         groups = [
-            [block(f"group_{g}_inner_{r}") for r in range(config.num_inner_repetitions)]
+            [block(block_name(g, r)) for r in range(config.num_inner_repetitions)]
             for g in range(config.num_groups)
         ]
         # Same rule as the original: layer i runs group int(i / num_layers * num_groups).
