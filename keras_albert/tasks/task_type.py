@@ -1,0 +1,71 @@
+"""`TaskType`: everything the library knows of one task type, in one record.
+
+Each task type is one folder of `keras_albert.tasks` holding its data code (reader, features,
+post-processing, metrics), its `defaults.py`, its options, its fine-tuning task, its serving
+module and, in `task_type.py`, its `TASK_TYPE` record; `keras_albert.tasks.registry.TASK_TYPES`
+lists the records once. The fine-tuning CLI and driver, `load_checkpoint`'s model kinds, the
+export dispatch, the export CLI and the top-level API all read the list, so a new task type is
+one folder plus one line there.
+
+The record names its fine-tuning task and serving module as "module:attribute" strings,
+imported when first used (`TaskType.finetuning_task_class`, `TaskType.serving_module_class`):
+`load_checkpoint` reads the list of model kinds without loading every task's data code.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from types import ModuleType
+
+
+def _resolve(reference: str):
+    module, _, attribute = reference.partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskType:
+    """One task type.
+
+    Args:
+        name: the one name of the task type and its head: its folder, `load_checkpoint`'s
+            `model=` kind, the export CLI's `--model` choice, the serving task, the summary.
+        description: one line for `--help` and the documentation.
+        model_class: the Keras model of the head (e.g. `AlbertQuestionAnswerer`).
+        defaults: the task's `defaults.py` (imports nothing; every default is written there).
+        datasets: the names `FinetuningOptions.task` (`--task`) takes for this task type (e.g.
+            "squad_v1", "squad_v2"); empty when the task type is not fine-tuned (fill-mask).
+        options: the dataclass of the task type's own fine-tuning options (its fields are
+            flags of `tools/finetune.py`), or None when it has none.
+        finetuning_task: "module:Class" of its `FinetuningTask`, or None (not fine-tuned).
+        serving_module: "module:Class" of its serving module (a `tf.Module` whose endpoints
+            take strings; `keras_albert.export`).
+        export_options: the dataclass of its serving module's own options (flags of
+            `tools/export_saved_model.py`), or None.
+    """
+
+    name: str
+    description: str
+    model_class: type
+    defaults: ModuleType
+    serving_module: str
+    datasets: tuple[str, ...] = ()
+    options: type | None = None
+    finetuning_task: str | None = None
+    export_options: type | None = None
+
+    @property
+    def trains(self) -> bool:
+        """Whether the task type is fine-tuned by `keras_albert.finetuning`."""
+        return self.finetuning_task is not None
+
+    def finetuning_task_class(self) -> type:
+        """Its `FinetuningTask` subclass (imported now)."""
+        if self.finetuning_task is None:
+            raise ValueError(f"The task type {self.name!r} is not fine-tuned.")
+        return _resolve(self.finetuning_task)
+
+    def serving_module_class(self) -> type:
+        """Its serving module class (imported now)."""
+        return _resolve(self.serving_module)
