@@ -37,8 +37,8 @@ from results import default_path, directory_bytes, write_results  # noqa: E402 (
 
 from keras_albert import AlbertBackbone, AlbertQuestionAnswerer, get_preset  # noqa: E402
 from keras_albert.finetuning.driver import build_optimizer  # noqa: E402
-from keras_albert.finetuning.glue.reader import make_dataset, read_examples  # noqa: E402
-from keras_albert.finetuning.squad.features import (  # noqa: E402
+from keras_albert.tasks.classification.reader import make_dataset, read_examples  # noqa: E402
+from keras_albert.tasks.question_answering.features import (  # noqa: E402
     feature_arrays,
     read_squad_examples,
     squad_features,

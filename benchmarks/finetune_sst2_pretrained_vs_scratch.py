@@ -119,7 +119,7 @@ def _subset(path: str, size: int, seed: int, output_dir: str) -> str:
 
 
 def _majority_baseline(path: str) -> float:
-    from keras_albert.finetuning.glue.reader import read_examples
+    from keras_albert.tasks.classification.reader import read_examples
 
     labels = read_examples(path, "SST-2").labels
     return float(max(labels.mean(), 1 - labels.mean()))

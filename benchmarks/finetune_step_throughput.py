@@ -12,7 +12,7 @@ architecture (dropout 0 in both):
   (the original's 512 is very slow on a CPU; 128 by default: say which in the figures);
 - NER: `AlbertTokenClassifier` vs `AlbertForTokenClassification`, sequence length 128.
 Both sides use AdamW (ours: the driver's `build_optimizer`, with global-norm clipping).
-Then SQuAD features per second (`keras_albert.finetuning.squad.features.squad_features`,
+Then SQuAD features per second (`keras_albert.tasks.question_answering.features.squad_features`,
 384 / 128 / 64) on tests/data/squad/expmrc-squad-dev-sample.json with the real 30k-piece
 SentencePiece model.
 Prints sequences/s (a RACE "sequence" is one question of 4 choices), the ratios ours / HF, and
@@ -35,12 +35,12 @@ from interleaved import interleaved_rates, report  # noqa: E402 (benchmarks/inte
 
 from keras_albert import AlbertBackbone, get_preset  # noqa: E402
 from keras_albert.finetuning.driver import build_optimizer  # noqa: E402
-from keras_albert.finetuning.squad.features import read_squad_examples, squad_features  # noqa: E402
 from keras_albert.models import (  # noqa: E402
     AlbertMultipleChoice,
     AlbertQuestionAnswerer,
     AlbertTokenClassifier,
 )
+from keras_albert.tasks.question_answering.features import read_squad_examples, squad_features  # noqa: E402
 from keras_albert.text.tokenizer import AlbertTokenizer  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

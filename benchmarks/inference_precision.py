@@ -49,7 +49,7 @@ from keras_albert import AlbertBackbone, AlbertClassifier  # noqa: E402
 from keras_albert.convert.huggingface import write_hf_directory  # noqa: E402
 from keras_albert.cpu import cpu_features  # noqa: E402
 from keras_albert.export import AlbertServingModule, export_saved_model  # noqa: E402
-from keras_albert.export.precision import PRECISIONS, serving_model  # noqa: E402
+from keras_albert.serving.precision import PRECISIONS, serving_model  # noqa: E402
 from keras_albert.text.tokenizer import AlbertTokenizer  # noqa: E402
 
 DATA = pathlib.Path(__file__).resolve().parents[1] / "tests" / "data"

@@ -156,8 +156,8 @@ def probe_stage(args, options: MainJobOptions) -> dict:
     from sklearn.feature_extraction.text import CountVectorizer
     from sklearn.linear_model import LogisticRegression
 
-    from keras_albert.finetuning.glue.reader import make_dataset, read_examples
     from keras_albert.models.backbone import AlbertBackbone
+    from keras_albert.tasks.classification.reader import make_dataset, read_examples
     from keras_albert.text.tokenizer import AlbertTokenizer
     from keras_albert.training.intrinsic_eval import load_pretrainer
 

@@ -41,8 +41,8 @@ from keras_albert import AlbertBackbone  # noqa: E402
 from keras_albert.convert.huggingface import write_hf_directory  # noqa: E402
 from keras_albert.cpu import cpu_features  # noqa: E402
 from keras_albert.export import export_saved_model  # noqa: E402
-from keras_albert.export.precision import PRECISIONS  # noqa: E402
 from keras_albert.models import AlbertQuestionAnswerer  # noqa: E402
+from keras_albert.serving.precision import PRECISIONS  # noqa: E402
 from keras_albert.text.tokenizer import AlbertTokenizer  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

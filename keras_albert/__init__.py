@@ -13,6 +13,7 @@ from keras_albert.models import (
     AlbertQuestionAnswerer,
     AlbertTokenClassifier,
 )
+from keras_albert.tasks.registry import TASK_TYPES, get_task_type
 from keras_albert.text.packing import AlbertPacker
 from keras_albert.text.tokenizer import AlbertTokenizer
 
@@ -26,8 +27,8 @@ from keras_albert.training import schedule as _schedule  # noqa: F401  isort: sk
 __version__ = "0.1.0"
 
 # Fine-tuning's names, imported when first used: pretraining, export and conversion never load
-# the driver and the four tasks (`keras_albert.finetuning`).
-_FINETUNING = ("TASKS", "FinetuningOptions", "FinetuningTask", "finetune", "task_class")
+# the driver or a task type's data code (`keras_albert.finetuning`, `TaskType.finetuning_task`).
+_FINETUNING = ("FinetuningOptions", "finetune")
 
 
 def __getattr__(name: str):
@@ -35,12 +36,16 @@ def __getattr__(name: str):
         from keras_albert import finetuning
 
         return getattr(finetuning, name)
+    if name == "FinetuningTask":
+        from keras_albert.tasks.finetuning_task import FinetuningTask
+
+        return FinetuningTask
     raise AttributeError(f"module 'keras_albert' has no attribute {name!r}")
 
 
 __all__ = [
     "PRESETS",
-    "TASKS",
+    "TASK_TYPES",
     "AlbertBackbone",
     "AlbertClassifier",
     "AlbertConfig",
@@ -55,6 +60,6 @@ __all__ = [
     "finetune",
     "get_preset",
     "load_checkpoint",
+    "get_task_type",
     "save_checkpoint",
-    "task_class",
 ]

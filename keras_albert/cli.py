@@ -120,6 +120,7 @@ def add_options(
     *,
     aliases: dict[str, tuple[str, ...]] | None = None,
     exclude: tuple[str, ...] = (),
+    given_only: bool = False,
 ) -> None:
     """Adds one flag per field of `options_class` (and the given aliases) to `parser`.
 
@@ -129,6 +130,9 @@ def add_options(
         aliases: extra flag spellings per field (e.g. the original tool's `--max_seq_length`),
             after those of the field's metadata; they are listed in the flag's help.
         exclude: fields the tool sets itself (they get no flag).
+        given_only: a flag the user does not give leaves no attribute on the parsed namespace
+            (the dataclass default then applies when it is built), so that a tool can tell
+            which flags were given (a task type's own flags: `finetuning.task_choice`).
     """
     aliases = dict(aliases or {})
     hints = typing.get_type_hints(options_class)
@@ -156,9 +160,9 @@ def add_options(
                 if field.default is not dataclasses.MISSING
                 else field.default_factory()
             )
-            kwargs["default"] = default
+            kwargs["default"] = argparse.SUPPRESS if given_only else default
             if default is not None and kwargs.get("action") is not argparse.BooleanOptionalAction:
-                help_text += " (default: %(default)s)"
+                help_text += f" (default: {default})".replace("%", "%%")
         parser.add_argument(*spellings, dest=field.name, help=help_text.strip(), **kwargs)
 
 

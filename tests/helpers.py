@@ -99,13 +99,13 @@ def check_model_roundtrips(model, inputs, tmp_path, atol=1e-6):
 
 
 def ner_task(data: str, tokenizer=None, **options):
-    """A `NerTask` training and evaluating on the CoNLL file `data` (the tokenizer is needed
-    only for its datasets; `objective` and `build_model` take none)."""
-    from keras_albert.finetuning.ner.task import NerTask
+    """A `TokenClassificationTask` training and evaluating on the CoNLL file `data` (the tokenizer
+    is needed only for its datasets; `objective` and `build_model` take none)."""
     from keras_albert.finetuning.options import FinetuningOptions
+    from keras_albert.tasks.token_classification.task import TokenClassificationTask
 
     options = FinetuningOptions("ner", data, data, "unused", preset="albert_base_v2", **options)
-    return NerTask(options, tokenizer)
+    return TokenClassificationTask(options, tokenizer)
 
 
 def subprocess_strategy(parser: argparse.ArgumentParser):

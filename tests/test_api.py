@@ -23,9 +23,9 @@ PUBLIC = (
     "AlbertTokenizer",
     "FinetuningOptions",
     "FinetuningTask",
-    "TASKS",
+    "TASK_TYPES",
     "finetune",
-    "task_class",
+    "get_task_type",
     "PRESETS",
     "get_preset",
     "load_checkpoint",
@@ -42,13 +42,15 @@ def test_import_keras_albert_exposes_the_public_api():
 
     assert keras_albert.AlbertTokenizer is AlbertTokenizer
     assert keras_albert.AlbertPacker is AlbertPacker
-    # Every model class, and every task of the registry by its one name.
+    # Every model class, and every task type of the registry by its one name.
     from keras_albert import models
 
     assert set(models.__all__) <= set(keras_albert.__all__)
-    assert set(keras_albert.TASKS) == {"squad_v1", "squad_v2", "race", "ner"}
-    for name in (*keras_albert.TASKS, "SST-2", "generic"):
-        assert issubclass(keras_albert.task_class(name), keras_albert.FinetuningTask)
+    for task_type in keras_albert.TASK_TYPES:
+        assert keras_albert.get_task_type(task_type.name) is task_type
+        assert getattr(keras_albert, task_type.model_class.__name__) is task_type.model_class
+        if task_type.trains:
+            assert issubclass(task_type.finetuning_task_class(), keras_albert.FinetuningTask)
 
 
 def test_load_checkpoint_round_trips_save_checkpoint(tmp_path):
@@ -69,13 +71,17 @@ def test_load_checkpoint_round_trips_save_checkpoint(tmp_path):
 
 
 def test_pretraining_and_export_load_no_fine_tuning_task():
-    # The top-level names of fine-tuning are imported when first used, so that the pretraining
-    # tool (and any export) does not read the four tasks' modules.
+    # The top-level names of fine-tuning are imported when first used, and a task type's
+    # fine-tuning task when the driver asks for it, so that the pretraining tool (and any
+    # export) reads neither the driver nor a task's training code.
     code = (
         "import sys, keras_albert, keras_albert.training.pretraining, keras_albert.export\n"
-        "print(sorted(m for m in sys.modules if m.startswith('keras_albert.finetuning')))\n"
-        "from keras_albert import finetune, TASKS\n"
-        "print('keras_albert.finetuning.squad.task' in sys.modules, sorted(TASKS))\n"
+        "print(sorted(m for m in sys.modules if m.startswith('keras_albert.finetuning')"
+        " or m.startswith('keras_albert.tasks')))\n"
+        "from keras_albert import finetune, TASK_TYPES\n"
+        "from keras_albert.finetuning.task_choice import make_task\n"
+        "print('keras_albert.tasks.question_answering.task' in sys.modules,"
+        " [t.name for t in TASK_TYPES])\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
@@ -83,7 +89,9 @@ def test_pretraining_and_export_load_no_fine_tuning_task():
     lines = result.stdout.strip().splitlines()
     # The serving modules read the tasks' defaults and in-graph features, nothing above them.
     loaded = ast.literal_eval(lines[0])
-    above = (".task", ".driver", ".registry", ".options", ".recipes", ".parallel_runs")
-    assert [m for m in loaded if m.endswith(above)] == []
-    assert "keras_albert.finetuning.squad.defaults" in loaded
-    assert lines[1] == "True ['ner', 'race', 'squad_v1', 'squad_v2']"
+    above = (".task", ".finetuning_task", ".recipes")
+    assert [m for m in loaded if m.endswith(above) or ".finetuning" in m] == []
+    assert "keras_albert.tasks.question_answering.defaults" in loaded
+    assert "keras_albert.tasks.question_answering.serving" in loaded
+    names = [task_type.name for task_type in keras_albert.TASK_TYPES]
+    assert lines[1] == f"False {names}"

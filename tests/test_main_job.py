@@ -43,7 +43,7 @@ def best_model_probabilities(work_dir, texts):
     import keras
     from scipy.special import softmax
 
-    from keras_albert.export.precision import serving_model
+    from keras_albert.serving.precision import serving_model
     from keras_albert.text.tokenizer import AlbertTokenizer
     from tests.export.conftest import reference_pack
 

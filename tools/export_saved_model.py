@@ -38,23 +38,20 @@ from keras_albert.cli import (  # noqa: E402
     VOCABULARY_METADATA,
     add_options,
     options_from_args,
-    parse_float_or_none,
     run_tool,
     with_debug_help,
 )
-from keras_albert.convert import MODEL_KINDS  # noqa: E402
 from keras_albert.export import BatchingParameters, export_checkpoint  # noqa: E402
-from keras_albert.export.precision import PRECISIONS  # noqa: E402
 from keras_albert.export.tfhub import export_tfhub_checkpoint  # noqa: E402
 from keras_albert.export.tflite import TFLITE_PRECISIONS, export_tflite_checkpoint  # noqa: E402
-from keras_albert.finetuning.race import defaults as race_defaults  # noqa: E402
-from keras_albert.finetuning.squad import defaults as squad_defaults  # noqa: E402
+from keras_albert.serving.precision import PRECISIONS  # noqa: E402
+from keras_albert.tasks.registry import MODEL_KINDS, TASK_TYPES  # noqa: E402
 
 EXPORT_FORMATS = ("savedmodel", "tflite", "tfhub")
 _COMMON_OPTIONS = ("checkpoint", "vocabulary", "name", "output_dir", "model", "config", "format")
 # The options each other format reads; the others are the SavedModel's and must stay default.
 _FORMAT_OPTIONS = {
-    "tflite": (*_COMMON_OPTIONS, "num_classes", "precision", "num_choices"),
+    "tflite": (*_COMMON_OPTIONS, "num_classes", "precision", "num_choices"),  # num_choices: MC's
     "tfhub": (*_COMMON_OPTIONS, "lowercase", "strip_accents", "max_sequence_length"),
 }
 
@@ -75,7 +72,8 @@ class ExportOptions:
         name: model name (its directory and its entry in models.config).
         output_dir: the TF Serving base directory (models.config, <name>/<version>/).
         version: the version number; default: one more than the latest.
-        model: backbone, pretrainer or classifier; default: the checkpoint's own.
+        model: the model to export: backbone, pretrainer or a task type's head
+            (classification, question_answering, ...); default: the checkpoint's own.
         config: the architecture (preset name or config JSON) for a .weights.h5 checkpoint.
         num_classes: for a classifier whose checkpoint does not say.
         pair: serving_default takes text and text_pair.
@@ -89,15 +87,6 @@ class ExportOptions:
             float32 LayerNorm/softmax/outputs); with --format tflite float32 or int8
             (dynamic-range int8 weights).
         num_layers: apply the shared block this many times instead of the trained depth.
-        doc_stride: question answering: context tokens between window starts.
-        max_query_length: question answering: question tokens kept.
-        n_best_size: question answering: starts and ends considered per window.
-        max_answer_length: question answering: longest answer, in tokens.
-        null_score_threshold: question answering: answer "" when null_odds exceeds it (the
-            threshold fine-tuning evaluates SQuAD v2.0 with); "none": always the best span
-            (a SQuAD v1.1 model).
-        num_choices: multiple choice: options per question in a request.
-        max_qa_length: multiple choice: the most tokens of the question + option segment.
         format: savedmodel (TF Serving), tflite (token ids in; only the checkpoint,
             tokenizer, name, output directory, model, precision (float32 or int8) and
             num_choices options apply) or tfhub (the TF-Hub
@@ -129,15 +118,6 @@ class ExportOptions:
         metadata={"choices": tuple(dict.fromkeys(PRECISIONS + TFLITE_PRECISIONS))},
     )
     num_layers: int | None = None
-    doc_stride: int = squad_defaults.DOC_STRIDE
-    max_query_length: int = squad_defaults.MAX_QUERY_LENGTH
-    n_best_size: int = squad_defaults.N_BEST_SIZE
-    max_answer_length: int = squad_defaults.MAX_ANSWER_LENGTH
-    null_score_threshold: float | None = dataclasses.field(
-        default=squad_defaults.NULL_SCORE_THRESHOLD, metadata={"parse": parse_float_or_none}
-    )
-    num_choices: int = race_defaults.NUM_CHOICES
-    max_qa_length: int = race_defaults.MAX_QA_LENGTH
     format: str = dataclasses.field(default="savedmodel", metadata={"choices": EXPORT_FORMATS})
 
 
@@ -149,15 +129,40 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("checkpoint", help="the checkpoint (any form load_checkpoint reads)")
     add_options(parser, ExportOptions)
+    for task_type in TASK_TYPES:
+        if task_type.export_options is not None:
+            group = parser.add_argument_group(f"{task_type.name} export options")
+            add_options(group, task_type.export_options, given_only=True)
     return parser
+
+
+def task_options_from_args(args: argparse.Namespace) -> dict:
+    """Each task type's export options from its flags (defaults where not given): the model's
+    own task type's are used (`keras_albert.serving.saved_model.own_task_options`)."""
+    return {
+        task_type.name: options_from_args(args, task_type.export_options)
+        for task_type in TASK_TYPES
+        if task_type.export_options is not None
+    }
+
+
+def _given_task_flags(args: argparse.Namespace) -> list[str]:
+    return [
+        field.name
+        for task_type in TASK_TYPES
+        if task_type.export_options is not None
+        for field in dataclasses.fields(task_type.export_options)
+        if hasattr(args, field.name)
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     options = options_from_args(args, ExportOptions, checkpoint=args.checkpoint)
+    task_options = task_options_from_args(args)
     if options.format != "savedmodel":
-        _require_format_options(options)
-        path = _EXPORTERS[options.format](options)
+        _require_format_options(options, _given_task_flags(args))
+        path = _EXPORTERS[options.format](options, task_options)
         print(f"wrote {path}")
         return 0
     path = export_checkpoint(
@@ -175,25 +180,19 @@ def main(argv: list[str] | None = None) -> int:
         warmup_file=options.warmup_texts,
         precision=options.precision,
         num_layers=options.num_layers,
-        task_options={
-            "question_answering": {
-                "doc_stride": options.doc_stride,
-                "max_query_length": options.max_query_length,
-                "n_best_size": options.n_best_size,
-                "max_answer_length": options.max_answer_length,
-                "null_score_threshold": options.null_score_threshold,
-            },
-            "multiple_choice": {
-                "num_choices": options.num_choices,
-                "max_qa_length": options.max_qa_length,
-            },
-        },
+        task_options=task_options,
     )
     print(f"wrote {path}")
     return 0
 
 
-def _require_format_options(options: ExportOptions) -> None:
+def _require_format_options(options: ExportOptions, given_task_flags: list[str]) -> None:
+    for name in given_task_flags:
+        if name not in _FORMAT_OPTIONS[options.format]:
+            raise ValueError(
+                f"`{name}` must not be given for --format {options.format} (it is a SavedModel "
+                f"option). Received: {name}={getattr(options, name, None)!r}"
+            )
     for field in dataclasses.fields(options):
         value = getattr(options, field.name)
         if field.name not in _FORMAT_OPTIONS[options.format] and value != field.default:
@@ -218,13 +217,13 @@ def _checkpoint_arguments(options: ExportOptions) -> dict:
 
 
 _EXPORTERS = {
-    "tflite": lambda options: export_tflite_checkpoint(
+    "tflite": lambda options, task_options: export_tflite_checkpoint(
         **_checkpoint_arguments(options),
         num_classes=options.num_classes,
-        task_options={"multiple_choice": {"num_choices": options.num_choices}},
+        task_options=task_options,
         precision=options.precision,
     ),
-    "tfhub": lambda options: export_tfhub_checkpoint(
+    "tfhub": lambda options, task_options: export_tfhub_checkpoint(
         **_checkpoint_arguments(options),
         lowercase=options.lowercase,
         strip_accents=options.strip_accents,

@@ -2,12 +2,13 @@
 
 Tasks: SST-2, MRPC, STS-B, CoLA, RTE, QQP, MNLI, QNLI, generic, squad_v1, squad_v2, race, ner.
 
-Defaults per task (each task's `keras_albert/finetuning/<task>/defaults.py`): google-research/
+Defaults per task (each task type's `keras_albert/tasks/<task type>/defaults.py`): google-research/
 albert run_glue.sh for GLUE, the original README for SQuAD and RACE, Hugging Face run_ner for
 NER; --scale shrinks the step counts, and with --train-steps the warmup stays the recipe's
 fraction of the run. Every flag is a field of
-`keras_albert.finetuning.options.FinetuningOptions` (its docstring gives the meaning, the
-default is the dataclass's).
+`keras_albert.finetuning.options.FinetuningOptions` or, in the task type's group, of its own
+options (`keras_albert/tasks/<task type>/options.py`); their docstrings give the meaning, the
+default is the dataclass's.
 
 Examples:
   python tools/finetune.py --task SST-2 --train-data glue/SST-2/train.tsv \\
@@ -19,7 +20,7 @@ Examples:
   python tools/finetune.py --task generic --text-columns review --label-column stars \\
       --labels 1,2,3,4,5 --train-data reviews_train.csv --eval-data reviews_dev.csv \\
       --preset albert_base_v2 --vocabulary 30k-clean.model --output-dir runs/reviews
-  python tools/finetune.py --task squad_v2 --squad-answerability answer_class \\
+  python tools/finetune.py --task squad_v2 --answerability answer_class \\
       --train-data squad/train-v2.0.json --eval-data squad/dev-v2.0.json \\
       --init-checkpoint albert_base_hf/ --vocabulary 30k-clean.model \\
       --output-dir runs/squad2 --scale 0.01
@@ -42,6 +43,10 @@ from keras_albert.cli import (  # noqa: E402
     with_debug_help,
 )
 from keras_albert.finetuning.options import FinetuningOptions  # noqa: E402
+from keras_albert.finetuning.task_choice import (  # noqa: E402
+    add_task_options,
+    task_options_from_args,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,11 +56,14 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=with_debug_help("\n".join(__doc__.splitlines()[2:])),
     )
     add_options(parser, FinetuningOptions)
+    add_task_options(parser)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    options = options_from_args(build_parser().parse_args(argv), FinetuningOptions)
+    args = build_parser().parse_args(argv)
+    task_options = task_options_from_args(args, args.task)
+    options = options_from_args(args, FinetuningOptions, task_options=task_options)
     from keras_albert.finetuning.driver import finetune
 
     finetune(options)

@@ -26,7 +26,7 @@ from keras_albert.cli import (  # noqa: E402
     with_debug_help,
 )
 from keras_albert.export.client import PROTOCOLS, send_inputs, send_texts  # noqa: E402
-from keras_albert.export.requests import REST_FORMATS  # noqa: E402
+from keras_albert.serving.requests import REST_FORMATS  # noqa: E402
 
 
 @dataclasses.dataclass(frozen=True)

@@ -8,7 +8,6 @@ from keras_albert.convert.formats import (
     detect_format,
 )
 from keras_albert.convert.resolve import (
-    MODEL_KINDS,
     CorruptCheckpointError,
     load_checkpoint,
     resolve_config,
@@ -19,6 +18,7 @@ from keras_albert.convert.vocabulary import (
     require_vocabulary,
     resolve_normalization,
 )
+from keras_albert.tasks.registry import MODEL_KINDS
 
 __all__ = [
     "ACCEPTED_FORMS",

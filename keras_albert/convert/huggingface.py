@@ -32,10 +32,10 @@ HF_ARCHITECTURES = {
     "AlbertModel": "backbone",
     "AlbertForPreTraining": "pretrainer",
     "AlbertForMaskedLM": "pretrainer",
-    "AlbertForSequenceClassification": "classifier",
-    "AlbertForQuestionAnswering": "question_answerer",
+    "AlbertForSequenceClassification": "classification",
+    "AlbertForQuestionAnswering": "question_answering",
     "AlbertForMultipleChoice": "multiple_choice",
-    "AlbertForTokenClassification": "token_classifier",
+    "AlbertForTokenClassification": "token_classification",
 }
 
 # Our models with one `classifier` linear on top of `albert.*`, and their HF class.

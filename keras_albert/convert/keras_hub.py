@@ -46,7 +46,7 @@ from keras_albert.text.wordpiece import is_vocabulary
 # keras-hub class (config.json / task.json `class_name`) → the kind of model we build for it.
 KERAS_HUB_CLASSES = {
     "AlbertBackbone": "backbone",
-    "AlbertTextClassifier": "classifier",
+    "AlbertTextClassifier": "classification",
     "AlbertMaskedLM": "pretrainer",
 }
 TOKENIZER_ASSET = os.path.join("assets", "tokenizer", "vocabulary.spm")
@@ -54,10 +54,10 @@ TOKENIZER_ASSET = os.path.join("assets", "tokenizer", "vocabulary.spm")
 # A keras-hub task is compiled when built (Adam, `iterations` and `learning_rate`), and loading
 # task.weights.h5 warns unless the file has those two scalars: write what keras-hub's own
 # `save_to_preset` writes for a fresh task (step 0, its default learning rate).
-_TASK_OPTIMIZER_LEARNING_RATES = {"classifier": 1e-5, "pretrainer": 5e-5}
+_TASK_OPTIMIZER_LEARNING_RATES = {"classification": 1e-5, "pretrainer": 5e-5}
 # head → keras-hub's preprocessor class and module for it.
 _PREPROCESSORS = {
-    "classifier": ("AlbertTextClassifierPreprocessor", "albert_text_classifier_preprocessor"),
+    "classification": ("AlbertTextClassifierPreprocessor", "albert_text_classifier_preprocessor"),
     "pretrainer": ("AlbertMaskedLMPreprocessor", "albert_masked_lm_preprocessor"),
 }
 # What keras-hub fixes and we make configurable: a preset cannot say anything else.
@@ -131,7 +131,7 @@ def load_keras_hub_preset(directory: str | os.PathLike, kind: str | None = None)
         )
     own = KERAS_HUB_CLASSES.get(task_class, "backbone")
     backbone = AlbertBackbone.from_albert_config(config)
-    if own == "classifier":
+    if own == "classification":
         model = AlbertClassifier(
             backbone,
             num_classes=task["config"]["num_classes"],
@@ -239,7 +239,7 @@ def write_keras_hub_preset(
             `preprocessor.json`); without it keras-hub loads the model but no preprocessor.
     """
     if isinstance(model, AlbertClassifier):
-        head, task_class = "classifier", "AlbertTextClassifier"
+        head, task_class = "classification", "AlbertTextClassifier"
     elif isinstance(model, AlbertPretrainer):
         head, task_class = "pretrainer", "AlbertMaskedLM"
     elif isinstance(model, AlbertBackbone):
@@ -332,7 +332,7 @@ def write_keras_hub_preset(
     if head is None:
         return
     task_config = {"backbone": backbone_json, "preprocessor": preprocessor_json}
-    if head == "classifier":
+    if head == "classification":
         task_config.update(
             num_classes=model.num_classes, activation="linear", dropout=model.dropout
         )

@@ -72,7 +72,7 @@ def keras_hub_name_table(config: AlbertConfig, head: str | None = None) -> list[
 
     Args:
         config: the architecture.
-        head: None (a backbone), "classifier" (`AlbertTextClassifier`'s `logits`) or
+        head: None (a backbone), "classification" (`AlbertTextClassifier`'s `logits`) or
             "pretrainer" (`AlbertMaskedLM`'s `mlm_head`; keras-hub has no sentence-order head).
     """
     hidden, heads = config.hidden_dim, config.num_heads
@@ -107,7 +107,7 @@ def keras_hub_name_table(config: AlbertConfig, head: str | None = None) -> list[
                 variables = norm if our_sublayer.endswith("layer_norm") else ("kernel", "bias")
                 table += entries_for(path, their_path, variables)
     table += entries_for("pooler", "pooled_dense")
-    if head == "classifier":
+    if head == "classification":
         table += entries_for("logits", "logits")
     elif head == "pretrainer":
         table += [

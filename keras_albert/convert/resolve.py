@@ -19,7 +19,8 @@ A source (`ACCEPTED_FORMS`; no network access) is:
   `best.keras`), or else the latest `checkpoints/ckpt-N` of an unfinished pretraining run, with
   the architecture recorded in its `run.json` / `summary.json` (or `config=`).
 
-`model="backbone"|"pretrainer"|"classifier"` asks for a kind: a backbone is taken out of a
+`model=` one of `MODEL_KINDS` ("backbone", "pretrainer" or a task type's name: "classification",
+"question_answering", ...) asks for a kind: a backbone is taken out of a
 pretrainer or classifier; a pretrainer or classifier built around a checkpoint without those
 heads gets fresh ones, and one printed line says so. `.keras` files are loaded without their
 training state (`compile=False`): the weights, not the optimizer.
@@ -54,7 +55,7 @@ from keras_albert.convert.keras_hub import (
     load_keras_hub_preset,
 )
 from keras_albert.convert.model_garden import load_tfhub_saved_model, tfhub_saved_model_config
-from keras_albert.convert.tf1 import load_tf1_weights, read_tf1_checkpoint, tf1_heads
+from keras_albert.convert.tf1 import load_tf1_weights, read_tf1_checkpoint, tf1_head
 from keras_albert.models import (
     AlbertBackbone,
     AlbertClassifier,
@@ -63,27 +64,12 @@ from keras_albert.models import (
     AlbertQuestionAnswerer,
     AlbertTokenClassifier,
 )
+from keras_albert.tasks.registry import check_model_kind, model_kind_of
 from keras_albert.validation import require_int, require_one_of
 
-MODEL_KINDS = (
-    "backbone",
-    "pretrainer",
-    "classifier",
-    "multiple_choice",
-    "token_classifier",
-    "question_answerer",
-)
-# The model class of each kind (a task model wraps an `AlbertBackbone` as `.backbone`).
-_MODEL_CLASSES = (
-    AlbertBackbone,
-    AlbertPretrainer,
-    AlbertClassifier,
-    AlbertMultipleChoice,
-    AlbertTokenClassifier,
-    AlbertQuestionAnswerer,
-)
-# Kinds whose head needs a count the checkpoint may not give: classes, or tags.
-_COUNTED_HEADS = ("classifier", "token_classifier")
+# Kinds whose head needs a count the checkpoint may not give: classes, or tags; by the name
+# of the count on the model.
+_COUNTED_HEADS = {"classification": "num_classes", "token_classification": "num_labels"}
 
 
 class CorruptCheckpointError(ValueError):
@@ -163,7 +149,7 @@ def load_checkpoint(
             does not say.
     """
     require_one_of("format", format, FORMATS)
-    require_one_of("model", model, (None, *MODEL_KINDS))
+    check_model_kind(model)
     require_int("num_classes", num_classes, 1, optional=True)
     source = os.fspath(source)
     if format == "auto":
@@ -201,33 +187,23 @@ def _around(backbone: AlbertBackbone, kind: str, num_classes: int | None, **head
         return AlbertPretrainer(backbone)
     if kind == "multiple_choice":
         return AlbertMultipleChoice(backbone)
-    if kind == "question_answerer":
+    if kind == "question_answering":
         return AlbertQuestionAnswerer(backbone, **head)
     if num_classes is None:
         raise ValueError(
             f"`num_classes` must be given to build a {kind} (the checkpoint has no such "
             "head). Received: num_classes=None"
         )
-    if kind == "token_classifier":
+    if kind == "token_classification":
         return AlbertTokenClassifier(backbone, num_labels=num_classes, **head)
     return AlbertClassifier(backbone, num_classes=num_classes)
 
 
-def _kind_of(model) -> str:
-    for kind, model_class in zip(MODEL_KINDS, _MODEL_CLASSES, strict=True):
-        if isinstance(model, model_class):
-            return kind
-    raise ValueError(
-        "The checkpoint must hold a keras_albert model "
-        f"({', '.join(c.__name__ for c in _MODEL_CLASSES)}). Received: a {type(model).__name__}"
-    )
-
-
 def _as_kind(loaded, kind: str | None, num_classes: int | None, source: str):
     """`loaded`, or its backbone, or a new model around its backbone with fresh heads."""
-    own = _kind_of(loaded)
+    own = model_kind_of(loaded)
     if kind is None or kind == own:
-        counted = {"classifier": "num_classes", "token_classifier": "num_labels"}.get(own)
+        counted = _COUNTED_HEADS.get(own)
         if counted and num_classes not in (None, getattr(loaded, counted)):
             raise ValueError(
                 f"`num_classes` must match the {own} in {source!r} "
@@ -298,7 +274,7 @@ def _load_weights_file(path: str, config: AlbertConfig, num_classes: int | None)
         if "masked_lm_head" in layers:
             kind = "pretrainer"
         elif "albert_backbone" in layers and "dense" in layers:
-            kind = "classifier"
+            kind = "classification"
             # The head's kernel: (hidden_dim, num_classes).
             num_classes = int(layers["dense"]["vars"]["0"].shape[1])
         else:
@@ -366,7 +342,7 @@ def _load_hf(path: str, kind: str | None, num_classes: int | None):
     head = {}
     if own in _COUNTED_HEADS:
         num_classes = int(tensors["classifier.weight"].shape[0])  # (num_labels, hidden)
-    if own == "token_classifier" and hf_labels(hf_config) is not None:
+    if own == "token_classification" and hf_labels(hf_config) is not None:
         head["labels"] = hf_labels(hf_config)
     model = _build(own, AlbertConfig.from_hf_config(hf_config), num_classes, **head)
     # MaskedLM has neither the pooler nor the SOP head: they keep their initialization.
@@ -398,22 +374,16 @@ def _load_tf1(path: str, kind: str | None, config, num_classes: int | None):
         )
     with _reading(path, "TensorFlow checkpoint (its .index and .data files)"):
         tensors = read_tf1_checkpoint(path)
-    heads = tf1_heads(tensors)
-    own = {
-        "pretraining": "pretrainer",
-        "classifier": "classifier",
-        "squad_v1": "question_answerer",
-        "squad_v2": "question_answerer",
-    }.get(heads, "backbone")
+    own, answerability = tf1_head(tensors)
     if kind == "backbone":
         own = "backbone"  # the heads are skipped, not loaded and dropped
-    if own == "classifier" and kind == "multiple_choice":
+    if own == "classification" and kind == "multiple_choice":
         own = "multiple_choice"  # run_race's head has run_classifier's names, [1, H]
     head = {}
-    if own == "classifier":
+    if own == "classification":
         num_classes = int(tensors["output_weights"].shape[0])  # (num_classes, hidden)
-    if heads == "squad_v2":
-        head["answerability"] = "answer_class"
+    if answerability is not None:
+        head["answerability"] = answerability
     model = _build(own, resolve_config(config), num_classes, **head)
     load_tf1_weights(model, tensors)
     return model

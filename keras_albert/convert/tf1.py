@@ -62,18 +62,21 @@ def _layer_norm(path: str, name: str) -> list[Entry]:
     return [Entry(f"{path}/gamma", f"{name}/gamma"), Entry(f"{path}/beta", f"{name}/beta")]
 
 
-def tf1_name_table(config: AlbertConfig, heads: str | None = None) -> list[Entry]:
+def tf1_name_table(
+    config: AlbertConfig, kind: str | None = None, answerability: str = "null_span"
+) -> list[Entry]:
     """Our weight paths ↔ the original variable names.
 
     Args:
         config: the architecture (sharing="all").
-        heads: None for a backbone, "pretraining" for the MLM + SOP heads (`cls/...`),
-            "classifier" for `run_classifier`'s `output_weights` / `output_bias` (also
-            `run_race`'s multiple-choice head: the same names, `output_weights` [1, H]),
-            "squad_v1" for `run_squad_v1`'s `cls/squad/output_weights` [2, H] / `output_bias`
-            (an `AlbertQuestionAnswerer` with the null-span head), "squad_v2" for
-            `run_squad_v2`'s answer-class head (`start_logits/`, `end_logits/`,
-            `answer_class/`).
+        kind: the model's kind (`keras_albert.tasks.registry.MODEL_KINDS`): None or "backbone"
+            for a backbone, "pretrainer" for the MLM + SOP heads (`cls/...`),
+            "classification" for `run_classifier`'s `output_weights` / `output_bias` (also
+            "multiple_choice", `run_race`'s head: the same names, `output_weights` [1, H]),
+            "question_answering": `run_squad_v1`'s `cls/squad/output_weights` [2, H] /
+            `output_bias` (`answerability` "null_span") or `run_squad_v2`'s answer-class head
+            (`start_logits/`, `end_logits/`, `answer_class/`; `answerability` "answer_class").
+        answerability: the question-answering head's (`AlbertQuestionAnswerer.answerability`).
     """
     if config.sharing != "all":
         raise ValueError(
@@ -94,7 +97,7 @@ def tf1_name_table(config: AlbertConfig, heads: str | None = None) -> list[Entry
             table += _dense(f"{ours}/{our_sublayer}", f"{theirs}/{original}")
         table += _layer_norm(f"{ours}/attention/layer_norm", f"{theirs}/LayerNorm")
         table += _layer_norm(f"{ours}/feedforward/layer_norm", f"{theirs}/LayerNorm_1")
-    if heads == "pretraining":
+    if kind == "pretrainer":
         table += [
             *_dense("masked_lm_head/dense", "cls/predictions/transform/dense"),
             *_layer_norm("masked_lm_head/layer_norm", "cls/predictions/transform/LayerNorm"),
@@ -103,28 +106,28 @@ def tf1_name_table(config: AlbertConfig, heads: str | None = None) -> list[Entry
             Entry("sentence_order_head/dense/kernel", "cls/seq_relationship/output_weights", True),
             Entry("sentence_order_head/dense/bias", "cls/seq_relationship/output_bias"),
         ]
-    elif heads == "classifier":
+    elif kind in ("classification", "multiple_choice"):
         table += [
             Entry("logits/kernel", "output_weights", transpose=True),
             Entry("logits/bias", "output_bias"),
         ]
-    elif heads == "squad_v1":
+    elif kind == "question_answering" and answerability == "null_span":
         table += [
             # Stored (2, H): row 0 scores starts, row 1 ends, multiplied with transpose_b=True.
             Entry("span_logits/kernel", "cls/squad/output_weights", transpose=True),
             Entry("span_logits/bias", "cls/squad/output_bias"),
         ]
-    elif heads == "squad_v2":
+    elif kind == "question_answering":
         for ours, original in _ANSWER_CLASS_HEAD:
             table += _dense(f"answer_class_head/{ours}", original)
         table += [
             *_layer_norm("answer_class_head/end_logits_layer_norm", "end_logits/LayerNorm"),
             Entry("answer_class_head/answer_class_dense_1/kernel", "answer_class/dense_1/kernel"),
         ]
-    elif heads is not None:
+    elif kind not in (None, "backbone"):
         raise ValueError(
-            "`heads` must be None, 'pretraining', 'classifier', 'squad_v1' or 'squad_v2'. "
-            f"Received: heads={heads!r}"
+            "`kind` must be None, 'backbone', 'pretrainer', 'classification', 'multiple_choice' "
+            f"or 'question_answering' (the original code's heads). Received: kind={kind!r}"
         )
     return table
 
@@ -158,18 +161,20 @@ def read_tf1_checkpoint(path: str | os.PathLike) -> dict[str, np.ndarray]:
     return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
 
 
-def tf1_heads(tensors) -> str | None:
-    """Which heads a checkpoint carries: "pretraining", "classifier", "squad_v1", "squad_v2" or
-    None."""
+def tf1_head(tensors) -> tuple[str, str | None]:
+    """The kind of model a checkpoint's heads make ("backbone" when it has none), and the
+    question-answering head's answerability ("null_span": `run_squad_v1`, "answer_class":
+    `run_squad_v2`; None for the other kinds). `run_race`'s head reads as "classification"
+    (the same names)."""
     if "cls/predictions/output_bias" in tensors:
-        return "pretraining"
+        return "pretrainer", None
     if "output_weights" in tensors:
-        return "classifier"
+        return "classification", None
     if "cls/squad/output_weights" in tensors:
-        return "squad_v1"
+        return "question_answering", "null_span"
     if "answer_class/dense_1/kernel" in tensors:
-        return "squad_v2"
-    return None
+        return "question_answering", "answer_class"
+    return "backbone", None
 
 
 def load_tf1_weights(model, tensors) -> None:
@@ -180,22 +185,23 @@ def load_tf1_weights(model, tensors) -> None:
             "The original ALBERT code has no token classification head; load a backbone from "
             "the TF1 checkpoint and build an AlbertTokenClassifier on it."
         )
+    answerability = "null_span"
     if isinstance(model, AlbertPretrainer):
-        heads, config = "pretraining", model.backbone.albert_config
+        kind, config = "pretrainer", model.backbone.albert_config
     elif isinstance(model, (AlbertClassifier, AlbertMultipleChoice)):
-        heads, config = "classifier", model.backbone.albert_config
+        kind, config = "classification", model.backbone.albert_config
     elif isinstance(model, AlbertQuestionAnswerer):
-        heads = "squad_v1" if model.answerability == "null_span" else "squad_v2"
+        kind, answerability = "question_answering", model.answerability
         config = model.backbone.albert_config
     elif isinstance(model, AlbertBackbone):
-        heads, config = None, model.albert_config
+        kind, config = None, model.albert_config
     else:
         raise ValueError(
             "`model` must be an AlbertBackbone, AlbertPretrainer or AlbertClassifier. "
             f"Received: model={type(model).__name__}"
         )
     ignore = list(TF1_IGNORE_PATTERNS)
-    if heads is None:
+    if kind is None:
         # A backbone may be loaded from any checkpoint: the heads are deliberately left out.
         ignore += [
             r"^cls/",
@@ -204,7 +210,7 @@ def load_tf1_weights(model, tensors) -> None:
         ]
     assign_from_table(
         model.weights,
-        tf1_name_table(config, heads),
+        tf1_name_table(config, kind, answerability),
         tensors,
         ignore_patterns=ignore,
         source_description="TF1 ALBERT checkpoint",

@@ -1,13 +1,6 @@
 """SavedModel export for TF Serving: string-in endpoints, versioned layout, warmup, configs."""
 
-from keras_albert.export.modules import (
-    MultipleChoiceServingModule,
-    QuestionAnsweringServingModule,
-    TokenClassificationServingModule,
-    export_saved_model,
-    serving_module,
-)
-from keras_albert.export.saved_model import AlbertServingModule
+from keras_albert.export.modules import export_saved_model, serving_module
 from keras_albert.export.serving_layout import (
     BatchingParameters,
     export_checkpoint,
@@ -15,6 +8,10 @@ from keras_albert.export.serving_layout import (
     next_version,
     write_version,
 )
+from keras_albert.serving.saved_model import AlbertServingModule
+from keras_albert.tasks.multiple_choice.serving import MultipleChoiceServingModule
+from keras_albert.tasks.question_answering.serving import QuestionAnsweringServingModule
+from keras_albert.tasks.token_classification.serving import TokenClassificationServingModule
 
 __all__ = [
     "AlbertServingModule",

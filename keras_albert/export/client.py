@@ -14,14 +14,14 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import tensorflow as tf
 
-from keras_albert.export.requests import (
+from keras_albert.serving.requests import (
     REST_FORMATS,
     predict_request,
     rest_body,
     string_inputs,
     text_inputs,
 )
-from keras_albert.export.saved_model import SERVING_DEFAULT
+from keras_albert.serving.saved_model import SERVING_DEFAULT
 from keras_albert.validation import require_one_of
 
 PROTOCOLS = ("rest", "grpc")

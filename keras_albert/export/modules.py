@@ -1,55 +1,67 @@
 """The serving module of any keras_albert model: `serving_module(model, tokenizer, ...)`, and
 `export_saved_model`, which writes it.
 
-Classifiers, regressors, backbones and pretrainers get an `AlbertServingModule`; the task models
-get theirs: `AlbertQuestionAnswerer` → `QuestionAnsweringServingModule`, `AlbertMultipleChoice`
-→ `MultipleChoiceServingModule`, `AlbertTokenClassifier` → `TokenClassificationServingModule`.
+Classifiers, regressors, backbones and pretrainers get an `AlbertServingModule`; the head of a
+task type (`keras_albert.tasks.registry.TASK_TYPES`) gets its task type's own module
+(`TaskType.serving_module`: `AlbertQuestionAnswerer` → `QuestionAnsweringServingModule`, ...),
+with its own options (`TaskType.export_options`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 
 import keras
 import tensorflow as tf
 
-from keras_albert.export.multiple_choice import MultipleChoiceServingModule
-from keras_albert.export.precision import serving_model
-from keras_albert.export.question_answering import QuestionAnsweringServingModule
-from keras_albert.export.saved_model import AlbertServingModule, model_task
-from keras_albert.export.token_classification import TokenClassificationServingModule
+from keras_albert.serving.precision import serving_model
+from keras_albert.serving.saved_model import AlbertServingModule, model_task
+from keras_albert.tasks.registry import task_type_of
 from keras_albert.text.tokenizer import AlbertTokenizer
 
-TASK_MODULES = {
-    "question_answering": QuestionAnsweringServingModule,
-    "multiple_choice": MultipleChoiceServingModule,
-    "token_classification": TokenClassificationServingModule,
-}
+
+def own_task_options(model: keras.Model, task_options: Mapping | None):
+    """Of `task_options` (a task type's name, e.g. "multiple_choice", mapped to its export
+    options), the options of `model`'s own task type, or None."""
+    task_type = task_type_of(model)
+    return None if task_type is None else (task_options or {}).get(task_type.name)
+
+
+def _task_arguments(task_options) -> dict:
+    """A task module's keyword arguments: its export options dataclass, or a mapping."""
+    if task_options is None:
+        return {}
+    if dataclasses.is_dataclass(task_options):
+        return dataclasses.asdict(task_options)
+    return dict(task_options)
 
 
 def serving_module(
     model,
     tokenizer,
     max_sequence_length: int | None = None,
-    task_options: Mapping | None = None,
+    task_options=None,
     precision: str = "float32",
     num_layers: int | None = None,
     **options,
 ):
     """The serving module of `model` (see the module docstring).
 
-    `task_options` are the task module's own arguments (e.g. `doc_stride` for question
-    answering, `num_choices` for multiple choice); `precision` and `num_layers` apply to every
-    model (`keras_albert.export.precision`); `options` are `AlbertServingModule`'s and must be
-    left at their defaults for a task model.
+    `task_options` are the task module's own arguments (its task type's `export_options`
+    dataclass, or a mapping: e.g. `doc_stride` for question answering, `num_choices` for
+    multiple choice); `precision` and `num_layers` apply to every model
+    (`keras_albert.serving.precision`); `options` are `AlbertServingModule`'s and must be left
+    at their defaults for a task model.
     """
-    task = model_task(model)
-    if task not in TASK_MODULES:
+    task_type = task_type_of(model)
+    module_class = None if task_type is None else task_type.serving_module_class()
+    if module_class is None or module_class is AlbertServingModule:
         if task_options:
             raise ValueError(
-                f"`task_options` must be empty for a {task} model. "
-                f"Received: task_options={dict(task_options)!r}"
+                f"`task_options` must be empty for a {model_task(model)} model. "
+                f"Received: task_options={task_options!r}"
             )
         return AlbertServingModule(
             model,
@@ -63,12 +75,12 @@ def serving_module(
     if given:
         received = ", ".join(f"{name}={value!r}" for name, value in given.items())
         raise ValueError(
-            f"`{'`, `'.join(given)}` must be left unset for a {task} model (they are the "
-            f"classifier's serving options). Received: {received}"
+            f"`{'`, `'.join(given)}` must be left unset for a {task_type.name} model (they are "
+            f"the classifier's serving options). Received: {received}"
         )
     model = serving_model(model, precision, num_layers)
-    return TASK_MODULES[task](
-        model, tokenizer, max_sequence_length=max_sequence_length, **dict(task_options or {})
+    return module_class(
+        model, tokenizer, max_sequence_length=max_sequence_length, **_task_arguments(task_options)
     )
 
 

@@ -31,18 +31,17 @@ from google.protobuf import text_format
 from tensorflow_serving.apis import prediction_log_pb2, regression_pb2
 from tensorflow_serving.config import model_server_config_pb2
 
-from keras_albert.export.modules import load_for_export, serving_module
-from keras_albert.export.requests import (
+from keras_albert.export.modules import load_for_export, own_task_options, serving_module
+from keras_albert.serving.requests import (
     classify_request,
     predict_request,
     text_inputs,
 )
-from keras_albert.export.saved_model import (
+from keras_albert.serving.saved_model import (
     SERVE_EXAMPLES,
     SERVE_TOKEN_IDS,
     SERVING_DEFAULT,
     AlbertServingModule,
-    own_task_options,
 )
 from keras_albert.text.files import apply_umask, write_text_atomically
 from keras_albert.text.tokenizer import AlbertTokenizer
@@ -344,7 +343,7 @@ def export_for_serving(
 ) -> str:
     """Exports `model` as version `version` (default: the next) of `<base_dir>/<name>/`.
 
-    Writes the SavedModel (see `keras_albert.export.saved_model`) and its warmup requests
+    Writes the SavedModel (see `keras_albert.serving.saved_model`) and its warmup requests
     atomically, then `models.config` and `batching_parameters.txt` in `base_dir`. Returns the
     version's path. `task_options` are a task model's serving options (see
     `keras_albert.export.modules.serving_module`); a task model's warmup requests are its

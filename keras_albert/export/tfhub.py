@@ -41,15 +41,15 @@ import tensorflow as tf
 
 from keras_albert.convert.model_garden import CONFIG_ASSET
 from keras_albert.export.modules import load_for_export
-from keras_albert.export.saved_model import (
+from keras_albert.export.serving_layout import require_model_name
+from keras_albert.models import AlbertBackbone, AlbertPretrainer
+from keras_albert.serving.saved_model import (
     Untracked,
     captured_variables,
     checked_text_inputs,
     model_task,
     sentencepiece_asset,
 )
-from keras_albert.export.serving_layout import require_model_name
-from keras_albert.models import AlbertBackbone, AlbertPretrainer
 from keras_albert.text.packing import pack_segments
 from keras_albert.text.tokenizer import AlbertTokenizer
 

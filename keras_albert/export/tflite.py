@@ -36,13 +36,12 @@ import os
 import keras
 import tensorflow as tf
 
-from keras_albert.export.modules import load_for_export, serving_module
-from keras_albert.export.saved_model import (
+from keras_albert.export.modules import load_for_export, own_task_options, serving_module
+from keras_albert.export.serving_layout import require_model_name
+from keras_albert.serving.saved_model import (
     SENTENCEPIECE_ASSET,
     VOCABULARY_ASSET,
-    own_task_options,
 )
-from keras_albert.export.serving_layout import require_model_name
 from keras_albert.text.tokenizer import AlbertTokenizer
 from keras_albert.validation import require_one_of
 

@@ -1,25 +1,23 @@
-"""Fine-tuning: the driver, the task interface and the registry of tasks (task name → class).
+"""Fine-tuning: the driver and its options, for every task type that trains.
 
     from keras_albert.finetuning import FinetuningOptions, finetune
     finetune(FinetuningOptions("SST-2", "train.tsv", "dev.tsv", "runs/sst2",
                                init_checkpoint="runs/pretrain"))
 
-One subpackage per task (`glue`, `squad`, `race`, `ner`), each with its reader and features,
-post-processing, metrics, task class and `defaults.py`; a new task is one more package and one
-line in `registry.TASKS`.
+The task types themselves (reader and features, post-processing, metrics, `FinetuningTask`,
+options and `defaults.py`, one folder each) are in `keras_albert.tasks`, listed once in
+`keras_albert.tasks.registry.TASK_TYPES`.
 """
 
 import importlib
 
-# Where each public name lives; imported when first used, so that the serving modules can read
-# a task's `defaults.py` without loading the driver and every task.
+# Where each public name lives; imported when first used, so that importing the options does
+# not load the driver.
 _PUBLIC = {
-    "TASKS": "registry",
     "FinetuningOptions": "options",
-    "FinetuningTask": "task",
     "finetune": "driver",
-    "make_task": "registry",
-    "task_class": "registry",
+    "choose_task": "task_choice",
+    "make_task": "task_choice",
 }
 __all__ = sorted(_PUBLIC)
 

@@ -1,10 +1,11 @@
-"""The fine-tuning driver: every task (GLUE-style classification, SQuAD, RACE, NER) through
-the one training loop (`keras_albert.training.loop`), under any strategy.
+"""The fine-tuning driver: every task type that trains (GLUE-style classification, SQuAD, RACE,
+NER: `keras_albert.tasks.registry`) through the one training loop (`keras_albert.training.loop`),
+under any strategy.
 
-`finetune(FinetuningOptions(...))` reads the task's files (`keras_albert.finetuning.registry`: one
-`FinetuningTask` per task), builds the task model on the backbone of our pretraining output, a
-converted checkpoint or (from scratch) a config, trains with AdamW and ALBERT's warmup + linear
-decay, evaluates the task's official metrics after every stretch of steps, keeps the best
+`finetune(FinetuningOptions(...))` reads the task's files (its task type's `FinetuningTask`,
+`keras_albert.finetuning.task_choice`), builds the task model on the backbone of our pretraining
+output, a converted checkpoint or (from scratch) a config, trains with AdamW and ALBERT's warmup +
+linear decay, evaluates the task's official metrics after every stretch of steps, keeps the best
 checkpoint and writes the best checkpoint's predictions.
 
 Every strategy `build_strategy` makes (one device, Mirrored, MultiWorkerMirrored, TPU) runs the
@@ -52,7 +53,7 @@ written and the run exits 143 (130) with one line (`training.interruption`).
 
 Default recipes: google-research/albert `run_glue.sh` (commit 557c37b) per GLUE task, the
 original README's for SQuAD and RACE, Hugging Face `run_ner`'s for NER. `scale` multiplies
-train and warmup steps for small machines (`keras_albert.finetuning.recipes`). Progress: a
+train and warmup steps for small machines (`keras_albert.tasks.recipes`). Progress: a
 heading "evaluation k/n: steps a-b of N, about T left" per stretch of steps between two
 evaluations, then a progress bar over its steps (`keras_albert.training.callbacks`).
 """
@@ -72,8 +73,8 @@ import tensorflow as tf
 from keras_albert.convert import load_checkpoint, require_vocabulary, resolve_normalization
 from keras_albert.finetuning.elastic_depth import elastic_replica_fn
 from keras_albert.finetuning.options import FinetuningOptions
-from keras_albert.finetuning.recipes import epoch_plan, resolve_recipe
-from keras_albert.finetuning.registry import checked_task_class, make_task
+from keras_albert.finetuning.task_choice import choose_task, make_task, run_record
+from keras_albert.tasks.recipes import epoch_plan, resolve_recipe
 from keras_albert.text.normalization import changed_normalization
 from keras_albert.training import run_directory
 from keras_albert.training.callbacks import EvaluationProgress
@@ -117,7 +118,8 @@ RUN_OUTPUTS = ("checkpoints", "history.csv", "logs", "best.keras", "metrics.json
 def finetune(options: FinetuningOptions) -> dict:
     """Fine-tunes a model on `options.task`, or resumes the run `options.output_dir` holds;
     returns the summary (also `summary.json`)."""
-    checked_task_class(options)  # an unknown task fails before any work
+    # An unknown task, or options it cannot take, fail before any work.
+    _, options = choose_task(options)
     # First: MultiWorkerMirroredStrategy must be made before TensorFlow runs any op.
     strategy = build_strategy(
         options.strategy, **({"tpu_address": options.tpu_address} if options.tpu_address else {})
@@ -141,11 +143,7 @@ def _finetune(options: FinetuningOptions, strategy, chief: bool) -> dict:
 
     # A run to resume: its options must be these (checked before any long work).
     checkpoints_dir = os.path.join(options.output_dir, "checkpoints")
-    run_options = {
-        field.name: getattr(options, field.name)
-        for field in dataclasses.fields(options)
-        if field.name not in RUN_FREE_OPTIONS
-    }
+    run_options = run_record(options, RUN_FREE_OPTIONS)
     resuming = not options.force and tf.train.latest_checkpoint(checkpoints_dir) is not None
     run_directory.check_run_file(
         checkpoints_dir, run_options, resuming, remedy="`force` to start over"

@@ -1,9 +1,10 @@
 """`FinetuningOptions`: everything one fine-tuning run needs, checked when made.
 
 Each field is one flag of `tools/finetune.py` (`keras_albert.cli.add_options`): the default is
-written here once or read from the task's `defaults.py`, the help is the field's entry in the
-class docstring. Which task names exist, and what each task accepts, the registry checks
-(`keras_albert.finetuning.registry.task_class`): the options know no task class.
+written here once, the help is the field's entry in the class docstring. The options of one
+task type (SQuAD's windows, a generic CSV's columns, ...) are that task type's own dataclass
+in its folder, given as `task_options`; which task names exist and what each task accepts,
+`keras_albert.finetuning.task_choice` checks against the registry: these options know no task.
 """
 
 from __future__ import annotations
@@ -12,14 +13,9 @@ import dataclasses
 
 from keras_albert.cli import VOCABULARY_METADATA, parse_bool_or_auto, parse_int_or_none
 from keras_albert.finetuning.elastic_depth import parse_depths
-from keras_albert.finetuning.glue.specs import TaskSpec, generic_task, get_task
-from keras_albert.finetuning.race import defaults as race_defaults
-from keras_albert.finetuning.squad import defaults as squad_defaults
-from keras_albert.models.question_answerer import ANSWERABILITY
 from keras_albert.training.options import PRECISIONS
 from keras_albert.validation import (
     require_exactly_one,
-    require_given,
     require_int,
     require_number,
     require_one_of,
@@ -34,8 +30,10 @@ class FinetuningOptions:
     """Everything one fine-tuning run needs (`keras_albert.finetuning.driver.finetune`).
 
     Args:
-        task: a GLUE task name (SST-2, MRPC, STS-B, CoLA, RTE, QQP, MNLI, QNLI), "generic",
-            "squad_v1", "squad_v2", "race" or "ner".
+        task: the data to fine-tune on, which picks the task type: a GLUE task name (SST-2,
+            MRPC, STS-B, CoLA, RTE, QQP, MNLI, QNLI) or "generic" (classification),
+            "squad_v1" or "squad_v2" (question_answering), "race" (multiple_choice) or "ner"
+            (token_classification).
         train_data: the training file, in a layout the task knows (SQuAD JSON, a RACE file or
             split directory, a CoNLL file, a GLUE-style TSV/CSV).
         eval_data: the evaluation file (labeled); evaluated after every epoch.
@@ -59,8 +57,8 @@ class FinetuningOptions:
         test_data: an unlabeled file to predict with the best checkpoint, in the task's
             layout without the gold: a GLUE-style test TSV/CSV, a SQuAD JSON whose questions
             have no answers, RACE passages without answers, a CoNLL file of words only.
-        sequence_length: packed length; by default the original's for the task (its
-            `defaults.SEQUENCE_LENGTH`).
+        sequence_length: packed length; by default the original's for the task (its task
+            type's `defaults.SEQUENCE_LENGTH`).
         scale: multiplies the recipe's train and warmup steps (e.g. 0.05 on a laptop).
         learning_rate: overrides the recipe's peak learning rate.
         batch_size: overrides the recipe's batch size.
@@ -70,18 +68,10 @@ class FinetuningOptions:
             (at least one). The train steps are split evenly among them.
         dropout: dropout of the task head (0.1 as the original heads).
         weight_decay_rate: AdamW's decoupled decay (LayerNorm and biases excluded).
-        text_columns: generic task: the text columns, one or two (header names or indices).
-        label_column: generic task: the label column.
-        labels: generic task: the label values (comma-separated); none is regression.
-        delimiter: generic task: the field separator.
-        header: generic task: the first row names the columns.
         skip_invalid: skip (and count) bad rows instead of stopping at the first.
-        squad_answerability: squad_v2: "null_span" (the [CLS] span scores "no answer") or
-            "answer_class" (the original ALBERT v2 head); squad_v1 is always "null_span".
-        doc_stride: SQuAD: context tokens between the starts of successive windows.
-        max_query_length: SQuAD: question tokens kept.
-        max_answer_length: SQuAD: the longest answer span, in tokens.
-        max_qa_length: RACE: tokens of question + option kept (their last ones).
+        task_options: the task type's own options (e.g. a `QuestionAnsweringOptions`: the
+            `TaskType.options` of `keras_albert.tasks.registry.task_type_for(task)`); None: its
+            defaults. `tools/finetune.py` builds them from the task type's own flags.
         strategy: a `build_strategy` name (auto, cpu, one_device, mirrored, multi_worker with
             TF_CONFIG, tpu); every one runs the same training loop (`training.loop`).
         tpu_address: for the "tpu" strategy: a Cloud TPU name, "local" on a TPU VM, or
@@ -133,17 +123,8 @@ class FinetuningOptions:
     epochs: int | None = None
     dropout: float = 0.1
     weight_decay_rate: float = 0.01
-    text_columns: tuple[str, ...] | None = None
-    label_column: str | None = None
-    labels: tuple[str, ...] | None = None
-    delimiter: str = "\t"
-    header: bool = True
     skip_invalid: bool = False
-    squad_answerability: str = squad_defaults.ANSWERABILITY
-    doc_stride: int = squad_defaults.DOC_STRIDE
-    max_query_length: int = squad_defaults.MAX_QUERY_LENGTH
-    max_answer_length: int = squad_defaults.MAX_ANSWER_LENGTH
-    max_qa_length: int = race_defaults.MAX_QA_LENGTH
+    task_options: object | None = dataclasses.field(default=None, metadata={"flag": False})
     strategy: str = "auto"
     tpu_address: str | None = None
     precision: str | None = None
@@ -174,23 +155,11 @@ class FinetuningOptions:
             if getattr(self, name) is not None:
                 require_positive_int(name, getattr(self, name))
         require_int("sequence_length", self.sequence_length, 3, optional=True)
-        for name in ("doc_stride", "max_query_length", "max_answer_length", "max_qa_length"):
-            require_positive_int(name, getattr(self, name))
-        require_one_of("squad_answerability", self.squad_answerability, ANSWERABILITY)
-        if self.task == "squad_v1" and self.squad_answerability != "null_span":
-            raise ValueError(
-                "`squad_answerability` must be 'null_span' for squad_v1 (the answer-class head "
-                f"is SQuAD v2.0's). Received: squad_answerability={self.squad_answerability!r}"
-            )
         require_int("warmup_steps", self.warmup_steps, 0, optional=True)
         require_int("seed", self.seed, 0)
         require_number("scale", self.scale, 0, exclusive_minimum=True)
         require_number("learning_rate", self.learning_rate, 0, exclusive_minimum=True,
                        optional=True)  # fmt: skip
-        if self.task.lower() == "generic":
-            when = "for the generic task (one or two columns, with `label_column`)"
-            require_given("text_columns", self.text_columns or None, when)
-            require_given("label_column", self.label_column, "for the generic task")
         require_one_of("jit_compile", self.jit_compile, (True, False, "auto"))
         require_one_of("precision", self.precision, (None, *PRECISIONS))
         require_one_of("verbose", self.verbose, (0, 1, 2))
@@ -205,15 +174,3 @@ class FinetuningOptions:
                 "only when each batch is cut to its own length). Received: "
                 "group_by_length=True, pad_to_multiple_of=None"
             )
-
-    def task_spec(self) -> TaskSpec:
-        """The GLUE-style task (a GLUE name or "generic")."""
-        if self.task.lower() == "generic":
-            return generic_task(
-                self.text_columns,
-                self.label_column,
-                self.labels,
-                delimiter=self.delimiter,
-                header=self.header,
-            )
-        return get_task(self.task)

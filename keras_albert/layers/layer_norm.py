@@ -19,7 +19,7 @@ _serving = threading.local()
 
 @contextlib.contextmanager
 def constant_weights():
-    """Within it (while `keras_albert.export.precision.ModelCall` traces a served model, whose
+    """Within it (while `keras_albert.serving.precision.ModelCall` traces a served model, whose
     weights are graph constants), a `LayerNorm` writes γ and β into its conditional's fused
     branch as constants of the branch: the one form TensorFlow's rewrite fuses. Nowhere else:
     a copy is not differentiable, and γ and β may be constants that a gradient tape watches."""
@@ -64,7 +64,7 @@ class LayerNorm(keras.layers.LayerNormalization):
     Keras's own graph (`x·g + (−mean·g + β)`) is the same arithmetic in an order TensorFlow's
     oneDNN graph rewrite does not recognize; this order, with the axis written non-negative, it
     fuses into one `_MklLayerNorm` kernel where γ and β are graph constants (as served:
-    `keras_albert.export.precision.ModelCall`) instead of about ten element-wise ops. That
+    `keras_albert.serving.precision.ModelCall`) instead of about ten element-wise ops. That
     kernel pays a fixed ~0.1 ms per call, so fewer rows (a served sentence) keep Keras's graph;
     where the row count is only known when run, a conditional chooses, and, served
     (`constant_weights`), γ and β are written into its branch as constants again. The kernel

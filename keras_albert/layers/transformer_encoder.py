@@ -34,7 +34,7 @@ def _dense(units, initializer_range, dtype, name):
 def _tokens(x):
     """(batch, seq, H) -> (batch * seq, H). A Dense layer on a 2-D input is one MatMul + bias,
     which TensorFlow's CPU graph rewrites fuse into one oneDNN kernel (with constant weights,
-    as served, `keras_albert.export.precision.ModelCall`); on a 3-D input Keras reshapes around
+    as served, `keras_albert.serving.precision.ModelCall`); on a 3-D input Keras reshapes around
     the MatMul and the bias add stays a separate op."""
     return ops.reshape(x, (-1, ops.shape(x)[-1]))
 
@@ -107,7 +107,7 @@ class SelfAttention(keras.layers.Layer):
 
         One multiply by the three kernels side by side and one transpose, not three of each
         (the same sums; the weights stay three Dense layers, as in the checkpoints): where the
-        weights are constants (served, `keras_albert.export.precision.ModelCall`) TensorFlow
+        weights are constants (served, `keras_albert.serving.precision.ModelCall`) TensorFlow
         folds the concatenation away. Quantized or LoRA layers keep their own calls.
         """
         denses = (self.query_dense, self.key_dense, self.value_dense)

@@ -34,7 +34,7 @@ class AlbertQuestionAnswerer(AlbertTask):
     `training_loss()` gives `compile` arguments: for null span (start CE + end CE) / 2; for
     answer class (start NLL + end NLL) / 2 + 0.5 × sigmoid CE of `cls_logits` against
     `is_impossible`. `training_targets(arrays)` splits
-    `finetuning.squad.features.feature_arrays` into (x, y).
+    `tasks.question_answering.features.feature_arrays` into (x, y).
 
     Args:
         backbone: an `AlbertBackbone`.
@@ -149,7 +149,8 @@ class AlbertQuestionAnswerer(AlbertTask):
 
     def training_targets(self, arrays: dict) -> tuple[dict, dict]:
         """(x, y) for `fit` from `token_ids`, `segment_ids`, `padding_mask`, `start_positions`,
-        `end_positions`, `is_impossible` (as `finetuning.squad.features.feature_arrays` makes)."""
+        `end_positions`, `is_impossible` (as `tasks.question_answering.features.feature_arrays`
+        makes)."""
         x = {name: arrays[name] for name in ("token_ids", "segment_ids", "padding_mask")}
         if self.answerability == "null_span":
             return x, {

@@ -15,7 +15,8 @@ class AlbertTokenClassifier(AlbertTask):
 
     sequence output → dropout → dense(num_labels) at every position. Output: float32 logits
     `(batch, seq, num_labels)`. Which positions count (the first piece of each word) is the
-    data's business: labels of the others are ignored by the loss (see `finetuning.ner.features`).
+    data's business: labels of the others are ignored by the loss (see
+    `tasks.token_classification.features`).
 
     Args:
         backbone: an `AlbertBackbone` (pretrained or converted).

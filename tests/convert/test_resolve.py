@@ -67,7 +67,7 @@ def _without_masks(inputs):
 
 def _write_tf1(directory, model: AlbertPretrainer) -> None:
     """The original release's layout: `albert_config.json` + a TF1 `Saver` checkpoint."""
-    tensors = read_from_table(model.weights, tf1_name_table(CONFIG, "pretraining"))
+    tensors = read_from_table(model.weights, tf1_name_table(CONFIG, "pretrainer"))
     with tf.Graph().as_default():
         variables = [tf.compat.v1.Variable(value, name=name) for name, value in tensors.items()]
         saver = tf.compat.v1.train.Saver(variables)

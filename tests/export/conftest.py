@@ -19,8 +19,8 @@ import tensorflow as tf
 from tensorflow_serving.apis import prediction_log_pb2, regression_pb2
 
 from keras_albert import AlbertBackbone, AlbertClassifier, AlbertPretrainer
-from keras_albert.export import requests as serving_requests
 from keras_albert.export.serving_layout import export_for_serving
+from keras_albert.serving import requests as serving_requests
 from keras_albert.text.tokenizer import AlbertTokenizer
 from tests.text.text_data import ALBERT_MODEL, load_sst2_dev
 

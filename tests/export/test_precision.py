@@ -18,9 +18,9 @@ import tensorflow as tf
 from tensorflow_serving.apis import prediction_log_pb2
 
 from keras_albert import AlbertBackbone, AlbertClassifier
-from keras_albert.export import requests as serving_requests
-from keras_albert.export.precision import PRECISIONS, serving_model
 from keras_albert.export.serving_layout import export_for_serving
+from keras_albert.serving import requests as serving_requests
+from keras_albert.serving.precision import PRECISIONS, serving_model
 from tests.export.conftest import HARNESS, read_logs, reference_pack
 from tests.export.test_serving_export import ALLOWED_TF_TEXT_OPS, FORBIDDEN_OPS
 from tests.text.text_data import load_sst2_dev
@@ -54,7 +54,7 @@ def model():
             weight.assign(rng.normal(0, SIZES["initializer_range"], weight.shape))
         else:  # biases and LayerNorm γ/β away from 0 and 1, as trained: TensorFlow folds a zero
             # bias or a unit γ away, and the served graphs would not use the kernels that the
-            # bias and LayerNorm fusions select (keras_albert.export.precision.ModelCall)
+            # bias and LayerNorm fusions select (keras_albert.serving.precision.ModelCall)
             weight.assign(weight.numpy() + rng.normal(0, 0.1, weight.shape))
     return classifier
 

@@ -18,21 +18,21 @@ import tensorflow_text as tf_text
 from tensorflow_serving.apis import prediction_log_pb2
 
 from keras_albert import AlbertBackbone
-from keras_albert.export import requests as serving_requests
-from keras_albert.export.multiple_choice import MultipleChoiceServingModule
-from keras_albert.export.question_answering import QuestionAnsweringServingModule
 from keras_albert.export.serving_layout import export_for_serving
-from keras_albert.finetuning.ner.features import (
+from keras_albert.models import AlbertMultipleChoice, AlbertQuestionAnswerer, AlbertTokenClassifier
+from keras_albert.serving import requests as serving_requests
+from keras_albert.tasks.multiple_choice.features import RaceExamples, make_race_dataset, read_race
+from keras_albert.tasks.multiple_choice.serving import MultipleChoiceServingModule
+from keras_albert.tasks.question_answering.features import read_squad_examples, squad_features
+from keras_albert.tasks.question_answering.postprocess import decode_answer_class, decode_null_span
+from keras_albert.tasks.question_answering.serving import QuestionAnsweringServingModule
+from keras_albert.tasks.token_classification.features import (
     ConllSentences,
     label_list,
     make_ner_dataset,
     read_conll,
     word_predictions,
 )
-from keras_albert.finetuning.race.features import RaceExamples, make_race_dataset, read_race
-from keras_albert.finetuning.squad.features import read_squad_examples, squad_features
-from keras_albert.finetuning.squad.postprocess import decode_answer_class, decode_null_span
-from keras_albert.models import AlbertMultipleChoice, AlbertQuestionAnswerer, AlbertTokenClassifier
 from keras_albert.text.offsets import tokenize_with_offsets, tokenize_with_offsets_graph
 from keras_albert.text.tokenizer import AlbertTokenizer
 from tests.export.conftest import read_logs, run_harness, write_requests

@@ -20,19 +20,19 @@ import tensorflow as tf
 from tensorflow_serving.apis import prediction_log_pb2
 
 from keras_albert import AlbertBackbone, AlbertConfig
-from keras_albert.export import requests as serving_requests
-from keras_albert.export.question_answering import QuestionAnsweringServingModule
 from keras_albert.export.serving_layout import export_checkpoint
-from keras_albert.finetuning.ner.features import (
+from keras_albert.models import AlbertQuestionAnswerer
+from keras_albert.serving import requests as serving_requests
+from keras_albert.tasks.question_answering.features import read_squad_examples, squad_features
+from keras_albert.tasks.question_answering.postprocess import decode_null_span
+from keras_albert.tasks.question_answering.serving import QuestionAnsweringServingModule
+from keras_albert.tasks.token_classification.features import (
     ConllSentences,
     make_ner_dataset,
     read_conll,
     text_sentences,
     word_predictions,
 )
-from keras_albert.finetuning.squad.features import read_squad_examples, squad_features
-from keras_albert.finetuning.squad.postprocess import decode_null_span
-from keras_albert.models import AlbertQuestionAnswerer
 from keras_albert.text.tokenizer import AlbertTokenizer
 from tests.export.conftest import read_logs, run_harness, write_requests
 from tests.export.test_serving_export import FORBIDDEN_OPS, outputs_of

@@ -10,19 +10,19 @@ from pathlib import Path
 
 import pytest
 
-from keras_albert.export.multiple_choice import MultipleChoiceServingModule
-from keras_albert.export.question_answering import QuestionAnsweringServingModule
-from keras_albert.finetuning.glue import defaults as glue_defaults
-from keras_albert.finetuning.glue.task import GlueTask
-from keras_albert.finetuning.ner import defaults as ner_defaults
-from keras_albert.finetuning.ner.task import NerTask
 from keras_albert.finetuning.options import FinetuningOptions
-from keras_albert.finetuning.race import defaults as race_defaults
-from keras_albert.finetuning.race.task import RaceTask
-from keras_albert.finetuning.squad import defaults as squad_defaults
-from keras_albert.finetuning.squad.features import squad_features
-from keras_albert.finetuning.squad.postprocess import decode_answer_class, decode_null_span
-from keras_albert.finetuning.squad.task import SquadTask
+from keras_albert.tasks.classification import defaults as glue_defaults
+from keras_albert.tasks.classification.task import ClassificationTask
+from keras_albert.tasks.multiple_choice import defaults as race_defaults
+from keras_albert.tasks.multiple_choice.serving import MultipleChoiceServingModule
+from keras_albert.tasks.multiple_choice.task import MultipleChoiceTask
+from keras_albert.tasks.question_answering import defaults as squad_defaults
+from keras_albert.tasks.question_answering.features import squad_features
+from keras_albert.tasks.question_answering.postprocess import decode_answer_class, decode_null_span
+from keras_albert.tasks.question_answering.serving import QuestionAnsweringServingModule
+from keras_albert.tasks.question_answering.task import QuestionAnsweringTask
+from keras_albert.tasks.token_classification import defaults as ner_defaults
+from keras_albert.tasks.token_classification.task import TokenClassificationTask
 from tools.export_saved_model import ExportOptions
 
 REPO = Path(__file__).resolve().parents[2]
@@ -68,10 +68,10 @@ def test_the_options_the_export_tool_and_the_serving_modules_read_the_tasks_defa
 
 def test_the_task_code_reads_the_tasks_defaults():
     for task, defaults in (
-        (GlueTask, glue_defaults),
-        (SquadTask, squad_defaults),
-        (RaceTask, race_defaults),
-        (NerTask, ner_defaults),
+        (ClassificationTask, glue_defaults),
+        (QuestionAnsweringTask, squad_defaults),
+        (MultipleChoiceTask, race_defaults),
+        (TokenClassificationTask, ner_defaults),
     ):
         assert task.default_sequence_length == defaults.SEQUENCE_LENGTH, task
     windows = _signature_defaults(squad_features)

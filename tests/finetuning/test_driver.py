@@ -9,12 +9,12 @@ import sys
 import keras
 import numpy as np
 import pytest
+from keras_albert.finetuning.registry import checked_task_class
 
 from keras_albert import AlbertBackbone, AlbertClassifier, AlbertConfig, AlbertPretrainer
 from keras_albert.finetuning.driver import FinetuningOptions, finetune
-from keras_albert.finetuning.glue import reader as glue
-from keras_albert.finetuning.glue.metrics import compute_metrics
-from keras_albert.finetuning.registry import checked_task_class
+from keras_albert.tasks.classification import reader as glue
+from keras_albert.tasks.classification.metrics import compute_metrics
 from keras_albert.text.tokenizer import AlbertTokenizer
 from tests.helpers import TINY, check_model_roundtrips, random_inputs, tiny_backbone
 from tests.text.glue_rows import GLUE_DATA, write_mnli, write_qnli, write_qqp

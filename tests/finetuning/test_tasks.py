@@ -13,27 +13,31 @@ from pathlib import Path
 import keras
 import numpy as np
 import pytest
+from keras_albert.finetuning.registry import checked_task_class
 from seqeval.metrics import f1_score as seqeval_f1
 
 from keras_albert import AlbertConfig
 from keras_albert.finetuning.driver import finetune
-from keras_albert.finetuning.ner.features import (
-    ConllFormatError,
-    make_ner_dataset,
-    read_conll,
-    word_predictions,
-)
 from keras_albert.finetuning.options import FinetuningOptions
-from keras_albert.finetuning.race.features import RaceFormatError, make_race_dataset, read_race
-from keras_albert.finetuning.registry import checked_task_class
-from keras_albert.finetuning.squad.features import (
+from keras_albert.tasks.multiple_choice.features import (
+    RaceFormatError,
+    make_race_dataset,
+    read_race,
+)
+from keras_albert.tasks.question_answering.features import (
     SquadFormatError,
     feature_arrays,
     read_squad_examples,
     squad_features,
 )
-from keras_albert.finetuning.squad.metrics import evaluate
-from keras_albert.finetuning.squad.postprocess import decode_answer_class, decode_null_span
+from keras_albert.tasks.question_answering.metrics import evaluate
+from keras_albert.tasks.question_answering.postprocess import decode_answer_class, decode_null_span
+from keras_albert.tasks.token_classification.features import (
+    ConllFormatError,
+    make_ner_dataset,
+    read_conll,
+    word_predictions,
+)
 from keras_albert.text.tokenizer import AlbertTokenizer
 from tests.text._paths import ALBERT_SPM, DATA_DIR
 

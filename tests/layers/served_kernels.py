@@ -7,7 +7,7 @@ import keras
 import pytest
 import tensorflow as tf
 
-from keras_albert.export.precision import ModelCall
+from keras_albert.serving.precision import ModelCall
 
 needs_onednn = pytest.mark.skipif(
     os.environ.get("TF_ENABLE_ONEDNN_OPTS") == "0" or platform.machine() != "x86_64",

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 from keras_albert import AlbertBackbone, AlbertQuestionAnswerer
-from keras_albert.finetuning.squad.features import (
+from keras_albert.tasks.question_answering.features import (
     feature_arrays,
     read_squad_examples,
     squad_features,
 )
-from keras_albert.finetuning.squad.postprocess import (
+from keras_albert.tasks.question_answering.postprocess import (
     decode_answer_class,
     decode_null_span,
     write_evaluation,

@@ -19,7 +19,8 @@ BATCH, LENGTH = 6, 12
 
 
 def ner_objective():
-    """NER's objective, as `NerTask` gives it: first-piece cross-entropy and accuracy."""
+    """NER's objective, as `TokenClassificationTask` gives it: first-piece cross-entropy and
+    accuracy."""
     return ner_task(os.path.join(DATA_DIR, "ner", "wnut17_dev.conll")).objective(None)
 
 

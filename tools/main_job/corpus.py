@@ -104,7 +104,7 @@ def wikitext_articles(path: str, dropped: dict | None = None) -> list[list[str]]
 def task_sentences(path: str, task: str, dropped: dict | None = None) -> list[str]:
     """The distinct sentences of a GLUE task file's text column(s), in file order; the label
     column is never read (`read_examples(..., labeled=False)`)."""
-    from keras_albert.finetuning.glue.reader import read_examples
+    from keras_albert.tasks.classification.reader import read_examples
 
     examples = read_examples(path, task, labeled=False, progress=False)
     dropped = {} if dropped is None else dropped

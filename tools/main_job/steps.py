@@ -426,7 +426,7 @@ def _summary(options: MainJobOptions, results: dict, seconds: float) -> dict:
 def majority_accuracy(path: str) -> float:
     """The accuracy of always answering the most frequent label of the GLUE-style file `path`:
     the floor a fine-tuned model must clear to have learned anything."""
-    from keras_albert.finetuning.glue.reader import read_examples
+    from keras_albert.tasks.classification.reader import read_examples
 
     labels = read_examples(path, "SST-2", progress=False).labels.tolist()
     return max(collections.Counter(labels).values()) / len(labels)

@@ -1,0 +1,115 @@
+"""The one shape of a fine-tuning task, as the driver (`keras_albert.finetuning.driver`) runs
+it: each task type that trains (`keras_albert.tasks.registry`) implements `FinetuningTask`.
+
+    task = TaskClass(options, tokenizer)        # reads the train / eval (/ test) files
+    recipe = task.recipe()                       # default hyperparameters, before --scale
+    model = task.build_model(backbone)           # a fresh head on the initial backbone
+    objective = task.objective(model)            # loss, loss weights, train metrics
+    TrainingLoop(strategy, model, optimizer, objective.replica_fn)   # (or model.compile + fit:
+    ... task.train_dataset(batch_size, seed) ...                     #  `task.compile`)
+    metrics = task.evaluate(model, batch_size)   # {name: number}, `task.main_metric` among them
+    task.evaluate(best, batch_size, output_dir)  # the same, and the predictions files written
+
+`evaluate` returns the same keys at every call (history.csv has one column per key).
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import TYPE_CHECKING
+
+import keras
+import tensorflow as tf
+
+from keras_albert.training.objective import Objective
+
+if TYPE_CHECKING:
+    from keras_albert.finetuning.options import FinetuningOptions
+    from keras_albert.models import AlbertBackbone
+    from keras_albert.tasks.recipes import EpochRecipe, Recipe
+
+
+class FinetuningTask(abc.ABC):
+    """A task's data, head, loss, metrics and predictions files.
+
+    Args:
+        options: the run's `FinetuningOptions`; `options.task_options` are the task type's own
+            (its `TaskType.options`, never None here: `keras_albert.finetuning.task_choice`).
+        tokenizer: an `AlbertTokenizer`.
+
+    Attributes:
+        name: the task's name (in logs and the summary).
+        main_metric: the metric (a key of `evaluate`'s result) that picks the best checkpoint.
+        sequence_length: `options.sequence_length`, or the task's `default_sequence_length`.
+        train, evaluation, test: the task's examples (`num_train`, `num_eval` and `num_test`
+            are their lengths unless a task counts otherwise); `test` is None without
+            `options.test_data`, the unlabeled file `evaluate` also predicts when it writes.
+        num_train: training examples, as the recipe counts them (questions, sentences, rows).
+        num_train_batches_per_pass: batches of `batch_size` in one pass over the training data.
+    """
+
+    default_sequence_length: int = 512
+    # Whether `options.pad_to_multiple_of` (dynamic padding) applies to the task's batches.
+    dynamic_padding: bool = False
+    test = None
+
+    @classmethod
+    def check_options(cls, options: FinetuningOptions) -> None:
+        """Refuses, before any work, the options (and task options) the task cannot take."""
+        return None  # most tasks take any
+
+    def __init__(self, options: FinetuningOptions, tokenizer):
+        self.options = options
+        self.tokenizer = tokenizer
+        self.sequence_length = options.sequence_length or self.default_sequence_length
+        self.name = options.task
+        self.main_metric = "accuracy"
+
+    @property
+    def num_train(self) -> int:
+        return len(self.train)
+
+    @property
+    def num_eval(self) -> int:
+        return len(self.evaluation)
+
+    @property
+    def num_test(self) -> int | None:
+        return None if self.test is None else len(self.test)
+
+    def num_train_features(self) -> int:
+        """Rows the training dataset draws from (SQuAD: windows); the pass length."""
+        return self.num_train
+
+    @abc.abstractmethod
+    def recipe(self) -> Recipe | EpochRecipe: ...
+
+    @abc.abstractmethod
+    def build_model(self, backbone: AlbertBackbone) -> keras.Model: ...
+
+    @abc.abstractmethod
+    def objective(self, model: keras.Model) -> Objective:
+        """The loss (with weights) and train metrics of `model`."""
+
+    def compile(self, model: keras.Model, optimizer: keras.optimizers.Optimizer) -> None:
+        """`model.compile` with the task's objective (for `model.fit`)."""
+        model.compile(optimizer=optimizer, **self.objective(model).compile_kwargs())
+
+    @abc.abstractmethod
+    def train_dataset(self, batch_size: int, seed: int) -> tf.data.Dataset:
+        """Shuffled, repeated global batches `(x, y)` (full: the last partial one dropped)."""
+
+    @abc.abstractmethod
+    def evaluate(
+        self, model: keras.Model, batch_size: int, output_dir: str | None = None
+    ) -> dict[str, float]:
+        """The eval data's official metrics; with `output_dir`, the predictions files too: the
+        eval data's and, with `options.test_data`, the test data's (`test_predictions.*`)."""
+
+    def summary(self) -> dict:
+        """What the task adds to `summary.json` (counts, skipped rows, labels)."""
+        return {
+            "num_train_examples": self.num_train,
+            "num_eval_examples": self.num_eval,
+            "num_test_examples": self.num_test,
+        }
