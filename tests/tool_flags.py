@@ -12,13 +12,24 @@ def check_tool_flags(
     aliases: dict[str, tuple[str, ...]] | None = None,
     exclude: tuple[str, ...] = (),
     tool_flags: tuple[str, ...] = (),
+    given_only: tuple[type, ...] = (),
 ) -> None:
     """Every field of `options_class` (but `exclude`) has exactly its flag plus its metadata's
     `aliases` and `aliases`, and
-    the parser's default is the dataclass default; any other flag is one of `tool_flags`."""
+    the parser's default is the dataclass default; any other flag is one of `tool_flags` or a
+    field of a `given_only` class (`add_options(..., given_only=True)`: its flags leave nothing
+    on the namespace unless given)."""
     aliases = aliases or {}
     flags = option_flags(parser)
     defaults = {action.dest: action.default for action in parser._actions}
+    for other in given_only:
+        for field in dataclasses.fields(other):
+            expected = {flag_name(field.name), *field.metadata.get("aliases", ())}
+            if field.type in (bool, "bool"):
+                expected.add("--no-" + flag_name(field.name)[2:])
+            assert set(flags.get(field.name, ())) == expected, (field.name, flags.get(field.name))
+            assert defaults[field.name] == argparse.SUPPRESS, field.name
+            tool_flags = (*tool_flags, field.name)
     fields = [
         f
         for f in dataclasses.fields(options_class)

@@ -38,15 +38,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from keras_albert.cli import (  # noqa: E402
     add_options,
-    options_from_args,
     run_tool,
     with_debug_help,
 )
 from keras_albert.finetuning.options import FinetuningOptions  # noqa: E402
-from keras_albert.finetuning.task_choice import (  # noqa: E402
-    add_task_options,
-    task_options_from_args,
-)
+from keras_albert.finetuning.task_choice import add_task_options, options_from_flags  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -61,9 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    task_options = task_options_from_args(args, args.task)
-    options = options_from_args(args, FinetuningOptions, task_options=task_options)
+    options = options_from_flags(build_parser().parse_args(argv))
     from keras_albert.finetuning.driver import finetune
 
     finetune(options)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from keras_albert.cli import add_options, flag_name
+from keras_albert.cli import add_options, flag_name, options_from_args
 from keras_albert.finetuning.options import FinetuningOptions
 from keras_albert.tasks.finetuning_task import FinetuningTask
 from keras_albert.tasks.registry import TASK_TYPES, canonical_task, task_type_for
@@ -74,6 +74,13 @@ def add_task_options(parser: argparse.ArgumentParser) -> None:
                 f"{', ...' if len(task_type.datasets) > 8 else ''})"
             )
             add_options(group, task_type.options, given_only=True)
+
+
+def options_from_flags(args: argparse.Namespace) -> FinetuningOptions:
+    """The `FinetuningOptions` of `tools/finetune.py`'s parsed flags (`add_options` for
+    `FinetuningOptions`, then `add_task_options`)."""
+    task_options = task_options_from_args(args, args.task)
+    return options_from_args(args, FinetuningOptions, task_options=task_options)
 
 
 def task_options_from_args(args: argparse.Namespace, task: str):

@@ -166,8 +166,8 @@ def test_a_pretrainer_around_a_checkpoint_without_its_heads_gets_fresh_ones(form
 def test_a_classifier_around_a_pretrainer_needs_num_classes(tmp_path, capsys):
     source, expected, _ = _source("keras_pretrainer", tmp_path)
     with pytest.raises(ValueError, match="`num_classes` must be given"):
-        load_checkpoint(source, model="classifier")
-    model = load_checkpoint(source, model="classifier", num_classes=5)
+        load_checkpoint(source, model="classification")
+    model = load_checkpoint(source, model="classification", num_classes=5)
     assert isinstance(model, AlbertClassifier) and model.num_classes == 5
     _assert_same_weights(model.backbone, expected.backbone)
     assert "head is freshly initialized" in capsys.readouterr().out

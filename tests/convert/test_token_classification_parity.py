@@ -94,7 +94,7 @@ def test_a_token_classifier_on_a_pretrained_body(tmp_path):
     kernel, bias = (w.numpy() for w in ours.output_dense.weights)
     np.testing.assert_allclose(to_numpy(ours(inputs)), sequence @ kernel + bias, atol=1e-5)
     with pytest.raises(ValueError, match="`num_classes` must be given"):
-        load_checkpoint(tmp_path / "hf", model="token_classifier")
+        load_checkpoint(tmp_path / "hf", model="token_classification")
 
 
 def test_keras_file_and_config_round_trip(tmp_path):

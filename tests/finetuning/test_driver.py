@@ -9,12 +9,14 @@ import sys
 import keras
 import numpy as np
 import pytest
-from keras_albert.finetuning.registry import checked_task_class
 
 from keras_albert import AlbertBackbone, AlbertClassifier, AlbertConfig, AlbertPretrainer
 from keras_albert.finetuning.driver import FinetuningOptions, finetune
+from keras_albert.finetuning.task_choice import choose_task
 from keras_albert.tasks.classification import reader as glue
 from keras_albert.tasks.classification.metrics import compute_metrics
+from keras_albert.tasks.classification.options import ClassificationOptions
+from keras_albert.tasks.multiple_choice.options import MultipleChoiceOptions
 from keras_albert.text.tokenizer import AlbertTokenizer
 from tests.helpers import TINY, check_model_roundtrips, random_inputs, tiny_backbone
 from tests.text.glue_rows import GLUE_DATA, write_mnli, write_qnli, write_qqp
@@ -28,19 +30,24 @@ TINY_30K = {**TINY, "vocabulary_size": 30000, "num_layers": 2}
 
 
 def test_options_are_checked():
-    with pytest.raises(ValueError, match="Unknown task 'SST-5'"):
-        checked_task_class(FinetuningOptions("SST-5", "t", "e", "o", preset="albert_base_v2"))
+    with pytest.raises(ValueError, match=r"`task` must be one of .*Received: task='SST-5'"):
+        choose_task(FinetuningOptions("SST-5", "t", "e", "o", preset="albert_base_v2"))
     with pytest.raises(
         ValueError, match="Exactly one of `init_checkpoint`, `preset`, `config` must be given"
     ):
         FinetuningOptions("SST-2", "t", "e", "o")
     with pytest.raises(ValueError, match="`text_columns` must be given for the generic task"):
-        FinetuningOptions("generic", "t", "e", "o", preset="albert_base_v2")
+        choose_task(FinetuningOptions("generic", "t", "e", "o", preset="albert_base_v2"))
+    with pytest.raises(ValueError, match="`task_options` must be a ClassificationOptions for"):
+        choose_task(
+            FinetuningOptions("SST-2", "t", "e", "o", preset="albert_base_v2",
+                              task_options=MultipleChoiceOptions())
+        )  # fmt: skip
     with pytest.raises(ValueError, match="`batch_size` must be a positive int"):
         FinetuningOptions("RTE", "t", "e", "o", preset="albert_base_v2", batch_size=0)
     base = dict(train_data="t", eval_data="e", output_dir="o", preset="albert_base_v2")
     with pytest.raises(ValueError, match="`pad_to_multiple_of` must be None for the task 'squad"):
-        checked_task_class(FinetuningOptions("squad_v1", pad_to_multiple_of=16, **base))
+        choose_task(FinetuningOptions("squad_v1", pad_to_multiple_of=16, **base))
     with pytest.raises(ValueError, match="`pad_to_multiple_of` must be .*pad_to_multiple_of=0"):
         FinetuningOptions("SST-2", pad_to_multiple_of=0, **base)
     with pytest.raises(ValueError, match="`group_by_length` must come with `pad_to_multiple_of`"):
@@ -216,9 +223,9 @@ def test_from_pretraining_output_generic_csv_learns_and_predicts_with_the_best_m
             test_data=str(test),
             output_dir=str(output_dir),
             init_checkpoint=str(pretraining),
-            text_columns=("review",),
-            label_column="sentiment",
-            labels=("bad", "good"),
+            task_options=ClassificationOptions(
+                text_columns=("review",), label_column="sentiment", labels=("bad", "good")
+            ),
             sequence_length=sequence_length,
             train_steps=60,
             epochs=3,

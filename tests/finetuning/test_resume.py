@@ -26,6 +26,7 @@ import tensorflow as tf
 from keras_albert import AlbertConfig
 from keras_albert.finetuning.driver import finetune
 from keras_albert.finetuning.options import FinetuningOptions
+from keras_albert.tasks.question_answering.options import QuestionAnsweringOptions
 from keras_albert.training import run_directory
 from tests.helpers import TINY
 from tests.text._paths import ALBERT_SPM, DATA_DIR
@@ -239,7 +240,10 @@ def _task_data(task: str, tmp_path: Path) -> tuple[str, dict, tuple[str, ...]]:
         data.write_text("".join(lines.splitlines(keepends=True)[:160]), encoding="utf-8")
         return str(data), {"sequence_length": 32}, ("eval_predictions.conll",)
     data = os.path.join(DATA_DIR, "squad", "dev-v2.0-small.json")  # 14 questions
-    windows = {"sequence_length": 32, "max_query_length": 12, "doc_stride": 8}
+    windows = {
+        "sequence_length": 32,
+        "task_options": QuestionAnsweringOptions(max_query_length=12, doc_stride=8),
+    }
     return data, windows, ("predictions.json", "null_odds.json", "nbest_predictions.json")
 
 

@@ -13,12 +13,12 @@ from pathlib import Path
 import keras
 import numpy as np
 import pytest
-from keras_albert.finetuning.registry import checked_task_class
 from seqeval.metrics import f1_score as seqeval_f1
 
 from keras_albert import AlbertConfig
 from keras_albert.finetuning.driver import finetune
 from keras_albert.finetuning.options import FinetuningOptions
+from keras_albert.finetuning.task_choice import choose_task
 from keras_albert.tasks.multiple_choice.features import (
     RaceFormatError,
     make_race_dataset,
@@ -31,6 +31,7 @@ from keras_albert.tasks.question_answering.features import (
     squad_features,
 )
 from keras_albert.tasks.question_answering.metrics import evaluate
+from keras_albert.tasks.question_answering.options import QuestionAnsweringOptions
 from keras_albert.tasks.question_answering.postprocess import decode_answer_class, decode_null_span
 from keras_albert.tasks.token_classification.features import (
     ConllFormatError,
@@ -185,13 +186,16 @@ def test_squad_end_to_end(task, answerability, config_path, tmp_path):
 
 
 def test_squad_v1_refuses_the_answer_class_head():
-    message = r"`squad_answerability` must be 'null_span' for squad_v1 .*answer_class"
+    message = r"`answerability` must be 'null_span' for squad_v1 .*answer_class"
+    answer_class = QuestionAnsweringOptions(answerability="answer_class")
     with pytest.raises(ValueError, match=message):
-        FinetuningOptions(
-            "squad_v1", "t", "e", "o", preset="albert_base_v2", squad_answerability="answer_class"
+        choose_task(
+            FinetuningOptions(
+                "squad_v1", "t", "e", "o", preset="albert_base_v2", task_options=answer_class
+            )
         )
-    with pytest.raises(ValueError, match="Unknown task 'squad'.*squad_v1, squad_v2, race, ner"):
-        checked_task_class(FinetuningOptions("squad", "t", "e", "o", preset="albert_base_v2"))
+    with pytest.raises(ValueError, match=r"`task` must be one of .*squad_v1, squad_v2, race, ner"):
+        choose_task(FinetuningOptions("squad", "t", "e", "o", preset="albert_base_v2"))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -313,8 +317,8 @@ def test_an_unlabeled_file_is_test_data_only(task, error, message, config_path, 
         test.write_text("Stabilized\napproach\n", encoding="utf-8")
     options = FinetuningOptions(
         task, train, str(test), str(tmp_path / "run"), config=config_path,
-        vocabulary=ALBERT_SPM, sequence_length=SEQUENCE_LENGTH, max_query_length=16,
-        verbose=0,
+        vocabulary=ALBERT_SPM, sequence_length=SEQUENCE_LENGTH, verbose=0,
+        task_options=QuestionAnsweringOptions(max_query_length=16) if "squad" in task else None,
     )  # fmt: skip
     with pytest.raises(error, match=message):
         finetune(options)

@@ -6,6 +6,7 @@ import pytest
 from keras_albert.finetuning.options import FinetuningOptions
 from keras_albert.tasks import recipes
 from keras_albert.tasks.classification import reader as glue
+from keras_albert.tasks.classification.options import ClassificationOptions
 from keras_albert.tasks.classification.task import GENERIC_RECIPE, RECIPES
 from keras_albert.tasks.multiple_choice.task import RACE_RECIPE
 from keras_albert.tasks.question_answering.task import SQUAD_RECIPE
@@ -26,8 +27,9 @@ def test_recipes_are_run_glue_sh_and_scale():
     recipe = recipes.resolve_recipe(options, RECIPES["SST-2"], 1000)
     assert recipe == recipes.Recipe(1e-5, 8, 209, 0)
     generic = FinetuningOptions(
-        "generic", "t", "e", "o", preset="albert_base_v2", text_columns=("a",), label_column="b"
-    )
+        "generic", "t", "e", "o", preset="albert_base_v2",
+        task_options=ClassificationOptions(text_columns=("a",), label_column="b"),
+    )  # fmt: skip
     recipe = recipes.resolve_recipe(generic, GENERIC_RECIPE, 100)
     assert recipe == recipes.Recipe(2e-5, 32, 12, 1)  # 3 epochs of ceil(100 / 32) steps
     # About one evaluation per pass over the data; the steps split evenly.
@@ -40,7 +42,9 @@ def test_recipes_are_run_glue_sh_and_scale():
 
 
 def _options(task, **overrides):
-    extra = {"text_columns": ("a",), "label_column": "b"} if task == "generic" else {}
+    extra = {}
+    if task == "generic":
+        extra["task_options"] = ClassificationOptions(text_columns=("a",), label_column="b")
     return FinetuningOptions(task, "t", "e", "o", preset="albert_base_v2", **extra, **overrides)
 
 

@@ -8,6 +8,11 @@ import pytest
 
 from keras_albert.cli import options_from_args
 from keras_albert.finetuning.options import FinetuningOptions
+from keras_albert.finetuning.task_choice import options_from_flags
+from keras_albert.tasks.classification.options import ClassificationOptions
+from keras_albert.tasks.multiple_choice.options import MultipleChoiceOptions
+from keras_albert.tasks.question_answering.options import QuestionAnsweringOptions
+from keras_albert.tasks.registry import TASK_TYPES
 from keras_albert.training.options import PretrainingOptions
 from tests.tool_flags import check_tool_flags
 
@@ -60,22 +65,33 @@ def test_pretrain_tool_flags_and_aliases():
 
 def test_finetune_tool_flags():
     parser = _tool("finetune.py")["build_parser"]()
-    check_tool_flags(parser, FinetuningOptions)
+    task_options = tuple(t.options for t in TASK_TYPES if t.options is not None)
+    check_tool_flags(parser, FinetuningOptions, given_only=task_options)
     args = parser.parse_args(
         "--task generic --train-data t --eval-data e --output-dir o --preset albert_base_v2 "
         "--text-columns a,b --label-column c --labels x,y --no-header --skip-invalid".split()
     )
-    assert options_from_args(args, FinetuningOptions) == FinetuningOptions(
-        "generic", "t", "e", "o", preset="albert_base_v2", text_columns=("a", "b"),
-        label_column="c", labels=("x", "y"), header=False, skip_invalid=True,
+    assert options_from_flags(args) == FinetuningOptions(
+        "generic", "t", "e", "o", preset="albert_base_v2", skip_invalid=True,
+        task_options=ClassificationOptions(
+            text_columns=("a", "b"), label_column="c", labels=("x", "y"), header=False
+        ),
     )  # fmt: skip
-    args = parser.parse_args(
+    squad = (
         "--task squad_v2 --train-data t --eval-data e --output-dir o --preset albert_base_v2 "
         "--squad-answerability answer_class --doc-stride 64 --max-query-length 32 "
-        "--max-answer-length 20 --max-qa-length 100 --sequence-length 256".split()
+        "--max-answer-length 20 --sequence-length 256"
     )
-    assert options_from_args(args, FinetuningOptions) == FinetuningOptions(
-        "squad_v2", "t", "e", "o", preset="albert_base_v2", squad_answerability="answer_class",
-        doc_stride=64, max_query_length=32, max_answer_length=20, max_qa_length=100,
-        sequence_length=256,
+    assert options_from_flags(parser.parse_args(squad.split())) == FinetuningOptions(
+        "squad_v2", "t", "e", "o", preset="albert_base_v2", sequence_length=256,
+        task_options=QuestionAnsweringOptions(
+            answerability="answer_class", doc_stride=64, max_query_length=32,
+            max_answer_length=20,
+        ),
     )  # fmt: skip
+    # A flag of another task type is refused, not ignored.
+    with pytest.raises(ValueError, match=r"`--max-qa-length` is an option of multiple_choice"):
+        options_from_flags(parser.parse_args([*squad.split(), "--max-qa-length", "100"]))
+    # No task flag given: the task type's defaults.
+    args = parser.parse_args(["--task", "race", *squad.split()[2:10]])
+    assert options_from_flags(args).task_options == MultipleChoiceOptions()

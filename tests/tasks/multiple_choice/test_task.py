@@ -8,6 +8,7 @@ import keras
 import numpy as np
 
 from keras_albert.finetuning.options import FinetuningOptions
+from keras_albert.tasks.multiple_choice.options import MultipleChoiceOptions
 from keras_albert.tasks.multiple_choice.task import RACE_RECIPE, MultipleChoiceTask
 from keras_albert.text.tokenizer import AlbertTokenizer
 from tests.helpers import tiny_backbone
@@ -69,7 +70,7 @@ def test_a_tiny_model_overfits_real_race_questions(tmp_path):
     )
     options = FinetuningOptions(
         "race", data, data, str(tmp_path), preset="albert_base_v2", sequence_length=64,
-        max_qa_length=24, dropout=0.0,
+        dropout=0.0, task_options=MultipleChoiceOptions(max_qa_length=24),
     )  # fmt: skip
     task = MultipleChoiceTask(options, tokenizer)
     assert np.unique(task.train.labels).size == 4 and len(task.train.options[0]) == 3

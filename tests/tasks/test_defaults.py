@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from keras_albert.finetuning.options import FinetuningOptions
 from keras_albert.tasks.classification import defaults as glue_defaults
 from keras_albert.tasks.classification.task import ClassificationTask
 from keras_albert.tasks.multiple_choice import defaults as race_defaults
@@ -21,9 +20,9 @@ from keras_albert.tasks.question_answering.features import squad_features
 from keras_albert.tasks.question_answering.postprocess import decode_answer_class, decode_null_span
 from keras_albert.tasks.question_answering.serving import QuestionAnsweringServingModule
 from keras_albert.tasks.question_answering.task import QuestionAnsweringTask
+from keras_albert.tasks.registry import TASK_TYPES, get_task_type
 from keras_albert.tasks.token_classification import defaults as ner_defaults
 from keras_albert.tasks.token_classification.task import TokenClassificationTask
-from tools.export_saved_model import ExportOptions
 
 REPO = Path(__file__).resolve().parents[2]
 SQUAD = {
@@ -49,21 +48,27 @@ def _signature_defaults(function) -> dict:
 
 
 @pytest.mark.parametrize(
-    "serving_module, values",
-    [(QuestionAnsweringServingModule, SQUAD), (MultipleChoiceServingModule, RACE)],
+    "task_type, serving_module, values",
+    [
+        ("question_answering", QuestionAnsweringServingModule, SQUAD),
+        ("multiple_choice", MultipleChoiceServingModule, RACE),
+    ],
 )
 def test_the_options_the_export_tool_and_the_serving_modules_read_the_tasks_defaults(
-    serving_module, values
+    task_type, serving_module, values
 ):
-    options = _dataclass_defaults(FinetuningOptions)
-    export = _dataclass_defaults(ExportOptions)
+    task_type = get_task_type(task_type)
+    assert task_type.serving_module_class() is serving_module
+    options = _dataclass_defaults(task_type.options)
+    export = _dataclass_defaults(task_type.export_options)
     serving = _signature_defaults(serving_module.__init__)
     for name, value in values.items():
         assert export[name] == value, name
         assert serving[name] == value, name
         if name in options:  # the options have the training-time ones
             assert options[name] == value, name
-    assert options["squad_answerability"] == squad_defaults.ANSWERABILITY
+    if task_type.name == "question_answering":
+        assert options["answerability"] == squad_defaults.ANSWERABILITY
 
 
 def test_the_task_code_reads_the_tasks_defaults():
@@ -135,8 +140,10 @@ def test_the_literal_check_finds_a_second_literal(tmp_path, monkeypatch):
 def test_each_tasks_defaults_module_imports_nothing():
     # So that the options, the export tool and the serving modules can read it from anywhere
     # without pulling in a task (import-linter cannot forbid the standard library).
-    paths = sorted((REPO / "keras_albert" / "finetuning").glob("*/defaults.py"))
-    assert [path.parent.name for path in paths] == ["glue", "ner", "race", "squad"]
+    paths = sorted((REPO / "keras_albert" / "tasks").glob("*/defaults.py"))
+    assert [path.parent.name for path in paths] == sorted(t.name for t in TASK_TYPES)
+    for task_type in TASK_TYPES:
+        assert Path(task_type.defaults.__file__).parent.name == task_type.name
     for path in paths:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         imports = [node for node in ast.walk(tree) if isinstance(node, ast.Import | ast.ImportFrom)]
