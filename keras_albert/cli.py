@@ -162,7 +162,9 @@ def add_options(
             )
             kwargs["default"] = argparse.SUPPRESS if given_only else default
             if default is not None and kwargs.get("action") is not argparse.BooleanOptionalAction:
-                help_text += f" (default: {default})".replace("%", "%%")
+                # A given-only flag's argparse default is SUPPRESS: its help says the real one.
+                shown = str(default).replace("%", "%%") if given_only else "%(default)s"
+                help_text += f" (default: {shown})"
         parser.add_argument(*spellings, dest=field.name, help=help_text.strip(), **kwargs)
 
 

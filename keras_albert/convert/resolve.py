@@ -206,7 +206,7 @@ def _as_kind(loaded, kind: str | None, num_classes: int | None, source: str):
         counted = _COUNTED_HEADS.get(own)
         if counted and num_classes not in (None, getattr(loaded, counted)):
             raise ValueError(
-                f"`num_classes` must match the {own} in {source!r} "
+                f"`num_classes` must match the {own} model in {source!r} "
                 f"({getattr(loaded, counted)}). Received: num_classes={num_classes}"
             )
         return loaded

@@ -171,7 +171,7 @@ def test_a_classifier_around_a_pretrainer_needs_num_classes(tmp_path, capsys):
     assert isinstance(model, AlbertClassifier) and model.num_classes == 5
     _assert_same_weights(model.backbone, expected.backbone)
     assert "head is freshly initialized" in capsys.readouterr().out
-    with pytest.raises(ValueError, match="must match the classifier"):
+    with pytest.raises(ValueError, match="must match the classification model"):
         load_checkpoint(_source("keras_classifier", tmp_path)[0], num_classes=2)
 
 
