@@ -138,10 +138,91 @@ def finetune(options: FinetuningOptions) -> dict:
         return _finetune(options, strategy, chief)
 
 
+@dataclasses.dataclass(frozen=True)
+class _CheckedRun:
+    """What the checks before any long work settle: the run record, whether it resumes, the
+    precision policy, the tokenizer and its vocabulary file."""
+
+    run_options: dict
+    resuming: bool
+    policy: str
+    tokenizer: object
+    vocabulary: str
+    checkpoints_dir: str
+
+
+@dataclasses.dataclass(frozen=True)
+class _Plan:
+    """The task's data and how long the run is: its recipe, evaluations and steps."""
+
+    task: object
+    recipe: object
+    epochs: int
+    steps_per_epoch: int
+
+    @property
+    def train_steps(self) -> int:
+        return self.epochs * self.steps_per_epoch
+
+
 def _finetune(options: FinetuningOptions, strategy, chief: bool) -> dict:
+    """`finetune` inside its run lock, phase by phase; returns the summary (a short one on a
+    worker)."""
+    run = _check_run(options, strategy)
+    plan = _read_task(options, run, strategy)
+    model, optimizer, checkpoint, progress_state = _build_model(options, strategy, run, plan)
+    objective = plan.task.objective(model)
+    replica_fn = objective.replica_fn
+    if options.elastic_depths:
+        replica_fn = elastic_replica_fn(objective, model, options.elastic_depths)
+    if chief:  # made only now: a failed check leaves no output directory behind
+        _prepare_output_dir(options, run)
+
+    def next_step() -> str:
+        if not chief:
+            return f"the chief worker writes {options.output_dir} — rerun the same command"
+        return run_directory.where_to_resume(run.checkpoints_dir)
+
+    # The other workers write to a temporary directory they remove.
+    with worker_output(strategy, options.output_dir, next_step) as output_dir:
+        # Every worker saves (TensorFlow's collective save); only the chief's copy is kept.
+        manager = tf.train.CheckpointManager(
+            checkpoint, os.path.join(output_dir, "checkpoints"), options.keep_checkpoints
+        )
+        resumed_from = _restore(run, checkpoint, optimizer)
+        loop = TrainingLoop(
+            strategy,
+            model,
+            optimizer,
+            replica_fn,
+            steps_per_execution=options.steps_per_execution,
+            jit_compile=resolve_jit_compile(options.jit_compile, strategy),
+        )
+        if chief:
+            _print_plan(plan)
+        # The backbone's pooler takes no part in the span and token heads: no gradient, by
+        # design.
+        warnings.filterwarnings(
+            "ignore", message=r"Gradients do not exist for variables \['pooler/"
+        )
+        history = _train(loop, plan.task, objective, plan.recipe, options, output_dir, chief,
+                         plan.epochs, plan.steps_per_epoch, manager, progress_state)  # fmt: skip
+        best_results = None
+        if chief:  # the best model's predictions and metrics (outside the strategy: no peers)
+            best = keras.models.load_model(os.path.join(output_dir, "best.keras"))
+            best_results = plan.task.evaluate(best, plan.recipe.batch_size, output_dir=output_dir)
+    summary = _summary(options, run, plan, strategy, resumed_from, history, best_results)
+    if not chief:
+        return {**summary, "chief": False}
+    _write_outputs(options, run, summary, best_results)
+    return summary
+
+
+def _check_run(options: FinetuningOptions, strategy) -> _CheckedRun:
+    """A run to resume must have these options (checked before any long work); the precision
+    and the tokenizer."""
     from keras_albert.text.tokenizer import AlbertTokenizer
 
-    # A run to resume: its options must be these (checked before any long work).
     checkpoints_dir = os.path.join(options.output_dir, "checkpoints")
     run_options = run_record(options, RUN_FREE_OPTIONS)
     resuming = not options.force and tf.train.latest_checkpoint(checkpoints_dir) is not None
@@ -156,9 +237,12 @@ def _finetune(options: FinetuningOptions, strategy, chief: bool) -> dict:
         options.init_checkpoint, options.lowercase, options.strip_accents
     )
     tokenizer = AlbertTokenizer(vocabulary, **normalization)
+    return _CheckedRun(run_options, resuming, policy, tokenizer, vocabulary, checkpoints_dir)
 
-    # Data.
-    task = make_task(options, tokenizer)
+
+def _read_task(options: FinetuningOptions, run: _CheckedRun, strategy) -> _Plan:
+    """The task's data, its recipe (with the options' overrides) and the evaluation plan."""
+    task = make_task(options, run.tokenizer)
     recipe = resolve_recipe(options, task.recipe(), task.num_train)
     if recipe.batch_size % strategy.num_replicas_in_sync:
         raise ValueError(
@@ -168,127 +252,119 @@ def _finetune(options: FinetuningOptions, strategy, chief: bool) -> dict:
     epochs, steps_per_epoch = epoch_plan(
         recipe.train_steps, recipe.batch_size, task.num_train_features(), options.epochs
     )
-    train_steps = epochs * steps_per_epoch
+    return _Plan(task, recipe, epochs, steps_per_epoch)
 
-    # Model.
+
+def _build_model(options: FinetuningOptions, strategy, run: _CheckedRun, plan: _Plan):
+    """The task model on the initial backbone, its optimizer (the precision's wrapper around
+    AdamW) and the training checkpoint (of the unwrapped AdamW) with its progress state."""
     with strategy.scope():
         # `init_checkpoint`'s backbone (any head dropped), or a fresh one of the architecture.
         source = options.init_checkpoint or options.preset or options.config
-        backbone = load_checkpoint(source, model="backbone").with_dtype_policy(policy)
+        backbone = load_checkpoint(source, model="backbone").with_dtype_policy(run.policy)
         config = backbone.albert_config
-        if config.vocabulary_size != tokenizer.vocabulary_size:
+        if config.vocabulary_size != run.tokenizer.vocabulary_size:
             raise ValueError(
-                f"The vocabulary {vocabulary!r} has "
-                f"{tokenizer.vocabulary_size} pieces but the model's vocabulary_size is "
+                f"The vocabulary {run.vocabulary!r} has "
+                f"{run.tokenizer.vocabulary_size} pieces but the model's vocabulary_size is "
                 f"{config.vocabulary_size}."
             )
-        if task.sequence_length > config.max_sequence_length:
+        if plan.task.sequence_length > config.max_sequence_length:
             raise ValueError(
                 f"`sequence_length` must be at most the model's max_sequence_length, "
                 f"{config.max_sequence_length}. Received: sequence_length="
-                f"{task.sequence_length}"
+                f"{plan.task.sequence_length}"
             )
-        model = task.build_model(backbone)
+        model = plan.task.build_model(backbone)
         inner = build_optimizer(
-            recipe.learning_rate, train_steps, recipe.warmup_steps, options.weight_decay_rate
+            plan.recipe.learning_rate,
+            plan.train_steps,
+            plan.recipe.warmup_steps,
+            options.weight_decay_rate,
         )
-        optimizer = optimizer_for_precision(inner, policy)
+        optimizer = optimizer_for_precision(inner, run.policy)
         # What `best.keras` carries, for users' `model.fit`: the unwrapped optimizer, as the
         # checkpoints (`training.loss_scale`), so that neither depends on the precision.
-        task.compile(model, inner)
+        plan.task.compile(model, inner)
         optimizer.build(model.trainable_variables)
     progress_state = JsonState()  # outside the scope: one CPU variable, not one per replica
     checkpoint = training_checkpoint(model, inner, progress=progress_state)
-    objective = task.objective(model)
-    replica_fn = objective.replica_fn
-    if options.elastic_depths:
-        replica_fn = elastic_replica_fn(objective, model, options.elastic_depths)
+    return model, optimizer, checkpoint, progress_state
 
-    # The loop. The chief's output directory is made only now: a failed check leaves none
-    # behind; the other workers write to a temporary one they remove.
-    if chief:
-        if options.force:
-            removed = run_directory.clear_run(options.output_dir, RUN_OUTPUTS)
-            if removed:
-                print(f"keras_albert: force: removed {', '.join(removed)} of {options.output_dir}")
-        run_directory.prepare_output_dir(options.output_dir)
-        run_directory.write_run_file(checkpoints_dir, run_options)
 
-    def next_step() -> str:
-        if not chief:
-            return f"the chief worker writes {options.output_dir} — rerun the same command"
-        return run_directory.where_to_resume(checkpoints_dir)
+def _prepare_output_dir(options: FinetuningOptions, run: _CheckedRun) -> None:
+    """The chief's output directory, with the run record (an earlier run's outputs removed
+    first with `force`)."""
+    if options.force:
+        removed = run_directory.clear_run(options.output_dir, RUN_OUTPUTS)
+        if removed:
+            print(f"keras_albert: force: removed {', '.join(removed)} of {options.output_dir}")
+    run_directory.prepare_output_dir(options.output_dir)
+    run_directory.write_run_file(run.checkpoints_dir, run.run_options)
 
-    with worker_output(strategy, options.output_dir, next_step) as output_dir:
-        # Every worker saves (TensorFlow's collective save); only the chief's copy is kept.
-        manager = tf.train.CheckpointManager(
-            checkpoint, os.path.join(output_dir, "checkpoints"), options.keep_checkpoints
-        )
-        resumed_from = None
-        if resuming:
-            # The newest checkpoint that reads (a truncated one is skipped, said so).
-            latest = run_directory.restore_latest_intact(checkpoint, checkpoints_dir)
-            resumed_from = int(optimizer.iterations.numpy())
-            print(f"keras_albert: resuming from {latest} (step {resumed_from})")
-        loop = TrainingLoop(
-            strategy,
-            model,
-            optimizer,
-            replica_fn,
-            steps_per_execution=options.steps_per_execution,
-            jit_compile=resolve_jit_compile(options.jit_compile, strategy),
-        )
-        if chief:
-            print(
-                f"keras_albert: {task.name}: {task.num_train} train / {task.num_eval} eval "
-                f"examples; {train_steps} steps (batch {recipe.batch_size}, peak lr "
-                f"{recipe.learning_rate}, warmup {recipe.warmup_steps} = "
-                f"{recipe.warmup_steps / train_steps:.0%} of the run), {epochs} evaluations"
-            )
-        # The backbone's pooler takes no part in the span and token heads: no gradient, by
-        # design.
-        warnings.filterwarnings(
-            "ignore", message=r"Gradients do not exist for variables \['pooler/"
-        )
-        history = _train(loop, task, objective, recipe, options, output_dir, chief,
-                         epochs, steps_per_epoch, manager, progress_state)  # fmt: skip
-        best_results = None
-        if chief:  # the best model's predictions and metrics (outside the strategy: no peers)
-            best = keras.models.load_model(os.path.join(output_dir, "best.keras"))
-            best_results = task.evaluate(best, recipe.batch_size, output_dir=output_dir)
+
+def _restore(run: _CheckedRun, checkpoint, optimizer) -> int | None:
+    """The step a resumed run restores (the newest checkpoint that reads: a truncated one is
+    skipped, said so), or None for a new run."""
+    if not run.resuming:
+        return None
+    latest = run_directory.restore_latest_intact(checkpoint, run.checkpoints_dir)
+    resumed_from = int(optimizer.iterations.numpy())
+    print(f"keras_albert: resuming from {latest} (step {resumed_from})")
+    return resumed_from
+
+
+def _print_plan(plan: _Plan) -> None:
+    task, recipe = plan.task, plan.recipe
+    print(
+        f"keras_albert: {task.name}: {task.num_train} train / {task.num_eval} eval "
+        f"examples; {plan.train_steps} steps (batch {recipe.batch_size}, peak lr "
+        f"{recipe.learning_rate}, warmup {recipe.warmup_steps} = "
+        f"{recipe.warmup_steps / plan.train_steps:.0%} of the run), {plan.epochs} evaluations"
+    )
+
+
+def _summary(options, run, plan, strategy, resumed_from, history, best_results) -> dict:
+    task = plan.task
     best_epoch = max(history, key=lambda row: row[task.main_metric])["epoch"]
-    summary = {
+    return {
         "task": task.name,
         "options": dataclasses.asdict(options),
         # Read back by the export (resolve_normalization): it must normalize the same way.
-        **changed_normalization(tokenizer),
-        "recipe": dataclasses.asdict(recipe),
+        **changed_normalization(run.tokenizer),
+        "recipe": dataclasses.asdict(plan.recipe),
         "sequence_length": task.sequence_length,
-        "epochs": epochs,
-        "steps_per_epoch": steps_per_epoch,
-        "train_steps": train_steps,
+        "epochs": plan.epochs,
+        "steps_per_epoch": plan.steps_per_epoch,
+        "train_steps": plan.train_steps,
         "resumed_from_step": resumed_from,
         **task.summary(),
         "main_metric": task.main_metric,
         "strategy": type(strategy).__name__,
         "num_replicas": strategy.num_replicas_in_sync,
         "num_workers": num_workers(strategy),
-        "precision": policy,
+        "precision": run.policy,
         "history": history,
         "best_epoch": best_epoch,
         "best": best_results,
     }
-    if not chief:
-        return {**summary, "chief": False}
+
+
+def _write_outputs(options, run: _CheckedRun, summary: dict, best_results: dict) -> None:
+    """The chief's metrics, tokenizer copy and summary (each written atomically)."""
     run_directory.write_text_atomically(
-        os.path.join(output_dir, "metrics.json"), json.dumps(best_results, indent=2) + "\n"
+        os.path.join(options.output_dir, "metrics.json"),
+        json.dumps(best_results, indent=2) + "\n",
     )
     # Named so that `find_vocabulary` finds it beside best.keras, whichever kind it is.
-    copy_name = "vocab.txt" if tokenizer.wordpiece else "tokenizer.model"
-    run_directory.atomic_copy(vocabulary, os.path.join(output_dir, copy_name))
-    run_directory.write_summary(output_dir, summary)
-    print(json.dumps({"task": task.name, "best_epoch": best_epoch, "best": best_results}))
-    return summary
+    copy_name = "vocab.txt" if run.tokenizer.wordpiece else "tokenizer.model"
+    run_directory.atomic_copy(run.vocabulary, os.path.join(options.output_dir, copy_name))
+    run_directory.write_summary(options.output_dir, summary)
+    print(
+        json.dumps(
+            {"task": summary["task"], "best_epoch": summary["best_epoch"], "best": best_results}
+        )
+    )
 
 
 def _train(loop, task, objective, recipe, options, output_dir, chief, epochs, steps_per_epoch,
