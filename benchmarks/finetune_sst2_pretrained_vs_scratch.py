@@ -74,7 +74,7 @@ def main() -> None:
         scale=args.scale,
         learning_rate=args.learning_rate,
         batch_size=args.batch_size,
-        epochs=args.epochs,
+        num_evaluations=args.epochs,
         seed=args.seed,
         verbose=2,
     )

@@ -256,7 +256,7 @@ def _finetune_scores(args, options: MainJobOptions, runs: list[dict]) -> list[fl
                 output_dir=run["output_dir"],
                 learning_rate=run["lr"],
                 train_steps=steps,
-                epochs=1,  # one evaluation, at the end: no checkpoint is chosen on the eval set
+                num_evaluations=1,  # one evaluation, at the end: no checkpoint is chosen on the eval set
                 seed=run["seed"],
                 verbose=0,
             )

@@ -250,7 +250,7 @@ def _read_task(options: FinetuningOptions, run: _CheckedRun, strategy) -> _Plan:
             f"(the global batch is split evenly). Received: batch_size={recipe.batch_size}"
         )
     epochs, steps_per_epoch = epoch_plan(
-        recipe.train_steps, recipe.batch_size, task.num_train_features(), options.epochs
+        recipe.train_steps, recipe.batch_size, task.num_train_features(), options.num_evaluations
     )
     return _Plan(task, recipe, epochs, steps_per_epoch)
 

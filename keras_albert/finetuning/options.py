@@ -64,8 +64,9 @@ class FinetuningOptions:
         batch_size: overrides the recipe's batch size.
         train_steps: overrides the recipe's train steps.
         warmup_steps: overrides the recipe's warmup steps.
-        epochs: number of evaluations; by default about one per pass over the training data
-            (at least one). The train steps are split evenly among them.
+        num_evaluations: how many times the run evaluates (each may keep the best model); the
+            train steps are split evenly among them. By default about one per pass over the
+            training data (at least one).
         dropout: dropout of the task head (0.1 as the original heads).
         weight_decay_rate: AdamW's decoupled decay (LayerNorm and biases excluded).
         skip_invalid: skip (and count) bad rows instead of stopping at the first.
@@ -120,7 +121,9 @@ class FinetuningOptions:
     batch_size: int | None = None
     train_steps: int | None = None
     warmup_steps: int | None = None
-    epochs: int | None = None
+    num_evaluations: int | None = dataclasses.field(
+        default=None, metadata={"aliases": ("--epochs",)}
+    )
     dropout: float = 0.1
     weight_decay_rate: float = 0.01
     skip_invalid: bool = False
@@ -151,7 +154,7 @@ class FinetuningOptions:
         require_exactly_one(
             init_checkpoint=self.init_checkpoint, preset=self.preset, config=self.config
         )
-        for name in ("batch_size", "train_steps", "epochs", "steps_per_execution"):
+        for name in ("batch_size", "train_steps", "num_evaluations", "steps_per_execution"):
             if getattr(self, name) is not None:
                 require_positive_int(name, getattr(self, name))
         require_int("sequence_length", self.sequence_length, 3, optional=True)

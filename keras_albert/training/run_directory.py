@@ -23,7 +23,12 @@ from keras_albert.training.checkpoints import restore_training_checkpoint
 RUN_FILE = "run.json"
 LOCK_FILE = "run.lock"
 # Names an earlier run.json used → today's (so runs started before the renames resume).
-_RENAMED_RUN_KEYS = {"total_steps": "train_steps", "sentencepiece_model": "vocabulary"}
+_RENAMED_RUN_KEYS = {
+    "total_steps": "train_steps",
+    "sentencepiece_model": "vocabulary",
+    "epochs": "num_evaluations",  # fine-tuning's count of evaluations
+    "squad_answerability": "answerability",
+}
 
 
 def check_output_dir(path: str) -> None:

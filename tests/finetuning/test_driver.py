@@ -111,7 +111,7 @@ def test_every_task_end_to_end(task, tiny_config_path, tmp_path):
             sequence_length=32,
             train_steps=2,
             batch_size=4,
-            epochs=epochs,
+            num_evaluations=epochs,
             verbose=0,
         )
     )
@@ -228,7 +228,7 @@ def test_from_pretraining_output_generic_csv_learns_and_predicts_with_the_best_m
             ),
             sequence_length=sequence_length,
             train_steps=60,
-            epochs=3,
+            num_evaluations=3,
             batch_size=8,
             learning_rate=3e-3,
             dropout=0.0,

@@ -28,7 +28,7 @@ def _runs(tmp_path, name, seeds=(0, 1), **changes):
                 "sequence_length": 32,
                 "train_steps": 6,
                 "batch_size": 4,
-                "epochs": 2,
+                "num_evaluations": 2,
                 "pad_to_multiple_of": 8,
                 "seed": seed,
                 "verbose": 2,

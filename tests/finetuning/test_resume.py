@@ -199,7 +199,7 @@ def test_one_run_per_directory_and_a_dead_holder_is_taken_over(config_path, tmp_
     options = FinetuningOptions(
         "SST-2", os.path.join(GLUE, "sst2_train.tsv"), os.path.join(GLUE, "sst2_dev.tsv"),
         str(output_dir), config=config_path, vocabulary=ALBERT_SPM,
-        sequence_length=32, batch_size=4, train_steps=2, epochs=1, verbose=0,
+        sequence_length=32, batch_size=4, train_steps=2, num_evaluations=1, verbose=0,
     )  # fmt: skip
     finetune(options)
     assert not (output_dir / "run.lock").exists() and (output_dir / "summary.json").exists()
@@ -212,7 +212,7 @@ def test_a_resume_with_other_options_is_refused_and_force_starts_over(
         task="SST-2", train_data=os.path.join(GLUE, "sst2_train.tsv"),
         eval_data=os.path.join(GLUE, "sst2_dev.tsv"), output_dir=str(tmp_path / "run"),
         config=config_path, vocabulary=ALBERT_SPM, sequence_length=32,
-        batch_size=4, train_steps=4, epochs=2, verbose=0,
+        batch_size=4, train_steps=4, num_evaluations=2, verbose=0,
     )  # fmt: skip
     first = finetune(FinetuningOptions(**base))
     assert first["resumed_from_step"] is None
@@ -259,7 +259,7 @@ def test_resumed_from_an_earlier_checkpoint_ends_like_the_uninterrupted_run(
     options = dict(
         task=task, train_data=data, eval_data=data, config=config_path,
         vocabulary=ALBERT_SPM, batch_size=4, train_steps=8,
-        epochs=2, learning_rate=1e-3, checkpoint_every_steps=3, keep_checkpoints=10,
+        num_evaluations=2, learning_rate=1e-3, checkpoint_every_steps=3, keep_checkpoints=10,
         verbose=0, **task_options,
     )  # fmt: skip
     reference = tmp_path / "reference"
@@ -298,7 +298,7 @@ def test_a_float32_run_resumes_in_mixed_precision(config_path, tmp_path):
     data, task_options, _ = _task_data("ner", tmp_path)
     options = dict(
         task="ner", train_data=data, eval_data=data, config=config_path,
-        vocabulary=ALBERT_SPM, batch_size=4, train_steps=8, epochs=2, learning_rate=1e-3,
+        vocabulary=ALBERT_SPM, batch_size=4, train_steps=8, num_evaluations=2, learning_rate=1e-3,
         checkpoint_every_steps=3, keep_checkpoints=10, verbose=0, **task_options,
     )  # fmt: skip
     reference = tmp_path / "reference"

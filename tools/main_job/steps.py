@@ -279,7 +279,7 @@ def _finetune(options: MainJobOptions) -> dict:
                 output_dir=output_dir,
                 learning_rate=learning_rate,
                 train_steps=options.finetune_train_steps,
-                epochs=options.finetune_evaluations,
+                num_evaluations=options.finetune_evaluations,
                 seed=seed,
                 verbose=2,
             )
