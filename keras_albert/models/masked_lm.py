@@ -4,7 +4,7 @@ import keras
 
 from keras_albert.layers import MaskedLMHead
 from keras_albert.models.backbone import AlbertBackbone
-from keras_albert.models.pretrainer import AlbertPretrainer
+from keras_albert.models.pretrainer import AlbertPretrainer, build_masked_lm_head
 from keras_albert.models.task import AlbertTask
 
 
@@ -44,16 +44,7 @@ class AlbertMaskedLM(AlbertTask):
         if not isinstance(backbone, AlbertBackbone):
             raise ValueError(f"`backbone` must be an AlbertBackbone. Received: {backbone!r}")
         if masked_lm_head is None:
-            config = backbone.albert_config
-            masked_lm_head = MaskedLMHead(
-                backbone.token_embedding,
-                embedding_dim=config.embedding_dim,
-                activation=config.activation,
-                layer_norm_epsilon=config.layer_norm_epsilon,
-                initializer_range=config.initializer_range,
-                dtype=backbone.dtype_policy,
-                name="masked_lm_head",
-            )
+            masked_lm_head = build_masked_lm_head(backbone)
         elif not (
             isinstance(masked_lm_head, MaskedLMHead)
             and masked_lm_head.token_embedding is backbone.token_embedding

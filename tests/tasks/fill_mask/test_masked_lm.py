@@ -53,7 +53,15 @@ def test_from_pretrainer_shares_the_pretrainer_weights():
 
 def test_a_masked_lm_from_a_pretrainer_saves_as_a_masked_lm(tmp_path):
     pretrainer = randomized(AlbertPretrainer(tiny_backbone()), seed=2)
-    check_model_roundtrips(masked_lm_from(pretrainer), random_inputs(num_masked=2), tmp_path)
+    shared = masked_lm_from(pretrainer)
+    inputs = random_inputs(num_masked=2)
+    check_model_roundtrips(shared, inputs, tmp_path)
+    # Its weights come in the order of a masked LM built from its config (what the serving
+    # copies at another precision or depth rely on: `get_weights` → `set_weights`).
+    copy = AlbertMaskedLM.from_config(shared.get_config())
+    assert [w.path for w in copy.weights] == [w.path for w in shared.weights]
+    copy.set_weights(shared.get_weights())
+    np.testing.assert_array_equal(to_numpy(copy(inputs)), to_numpy(shared(inputs)))
 
 
 def test_parameter_count_is_the_pretrainer_less_the_order_head():
