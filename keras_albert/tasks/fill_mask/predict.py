@@ -19,11 +19,12 @@ from collections.abc import Sequence
 import keras
 import numpy as np
 
+from keras_albert.export.saved_model import checked_text_inputs
 from keras_albert.models.masked_lm import masked_lm_from
 from keras_albert.tasks.fill_mask import defaults
 from keras_albert.tasks.fill_mask.features import MaskedTextEncoder, pack
 from keras_albert.text.tokenizer import AlbertTokenizer
-from keras_albert.validation import require_int, require_positive_int
+from keras_albert.validation import require_positive_int
 
 
 def top_k_predictions(model, inputs: dict, top_k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -34,35 +35,14 @@ def top_k_predictions(model, inputs: dict, top_k: int) -> tuple[np.ndarray, np.n
     return keras.ops.convert_to_numpy(ids), keras.ops.convert_to_numpy(probabilities)
 
 
-def check_fill_mask_arguments(model, tokenizer, top_k, max_sequence_length) -> int:
-    """What `fill_mask` and the serving module check first; returns the packed length limit
-    (`max_sequence_length`, by default the model's)."""
-    if not isinstance(tokenizer, AlbertTokenizer):
-        raise TypeError(
-            "`tokenizer` must be an AlbertTokenizer. "
-            f"Received: tokenizer={type(tokenizer).__name__}"
-        )
-    config = model.backbone.albert_config
-    if tokenizer.vocabulary_size != config.vocabulary_size:
-        raise ValueError(
-            f"`tokenizer` must have the model's vocabulary_size={config.vocabulary_size} pieces. "
-            f"Received: a tokenizer of {tokenizer.vocabulary_size} pieces"
-        )
+def check_top_k(top_k, vocabulary_size: int) -> None:
+    """`top_k` is a number of tokens a vocabulary of `vocabulary_size` has."""
     require_positive_int("top_k", top_k)
-    if top_k > config.vocabulary_size:
+    if top_k > vocabulary_size:
         raise ValueError(
-            f"`top_k` must be at most the vocabulary_size={config.vocabulary_size}. "
+            f"`top_k` must be at most the vocabulary_size={vocabulary_size}. "
             f"Received: top_k={top_k}"
         )
-    if max_sequence_length is None:
-        return config.max_sequence_length
-    require_int("max_sequence_length", max_sequence_length, 3)
-    if max_sequence_length > config.max_sequence_length:
-        raise ValueError(
-            "`max_sequence_length` must be at most the model's max_sequence_length="
-            f"{config.max_sequence_length}. Received: max_sequence_length={max_sequence_length}"
-        )
-    return max_sequence_length
 
 
 def fill_mask(
@@ -92,7 +72,11 @@ def fill_mask(
         and its other masks left as they are: `MaskedTextEncoder.filled_text`).
     """
     model = masked_lm_from(model)
-    max_sequence_length = check_fill_mask_arguments(model, tokenizer, top_k, max_sequence_length)
+    config = model.backbone.albert_config
+    # The checks of every string-in export: the tokenizer's vocabulary is the model's, and the
+    # length at most the model's.
+    max_sequence_length = checked_text_inputs(tokenizer, config, max_sequence_length)
+    check_top_k(top_k, config.vocabulary_size)
     require_positive_int("batch_size", batch_size)
     if isinstance(texts, (str, bytes)):
         raise TypeError(

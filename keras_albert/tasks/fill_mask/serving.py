@@ -39,7 +39,7 @@ from keras_albert.tasks.fill_mask.features import (
     mask_positions_graph,
     pack_graph,
 )
-from keras_albert.tasks.fill_mask.predict import check_fill_mask_arguments
+from keras_albert.tasks.fill_mask.predict import check_top_k
 
 WARMUP_TEXTS = (
     "The capital of France is [MASK].",
@@ -62,8 +62,8 @@ class FillMaskServingModule(TaskServingModule):
 
     def __init__(self, model, tokenizer, max_sequence_length=None, top_k=defaults.TOP_K):
         model = masked_lm_from(model)
-        check_fill_mask_arguments(model, tokenizer, top_k, max_sequence_length)
         super().__init__(model, tokenizer, max_sequence_length)
+        check_top_k(top_k, model.backbone.albert_config.vocabulary_size)
         self.top_k = top_k
         self.encoder = MaskedTextEncoder(tokenizer)
         self.pieces = tuple(tokenizer.id_to_piece(i) for i in range(tokenizer.vocabulary_size))
