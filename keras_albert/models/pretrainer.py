@@ -34,19 +34,10 @@ class AlbertPretrainer(AlbertTask):
     def __init__(self, backbone, **kwargs):
         if not isinstance(backbone, AlbertBackbone):
             raise ValueError(f"`backbone` must be an AlbertBackbone. Received: {backbone!r}")
-        config = backbone.albert_config
         self.backbone = backbone
-        self.masked_lm_head = MaskedLMHead(
-            backbone.token_embedding,
-            embedding_dim=config.embedding_dim,
-            activation=config.activation,
-            layer_norm_epsilon=config.layer_norm_epsilon,
-            initializer_range=config.initializer_range,
-            dtype=backbone.dtype_policy,
-            name="masked_lm_head",
-        )
+        self.masked_lm_head = build_masked_lm_head(backbone)
         self.sentence_order_head = SentenceOrderHead(
-            initializer_range=config.initializer_range,
+            initializer_range=backbone.albert_config.initializer_range,
             dtype=backbone.dtype_policy,
             name="sentence_order_head",
         )
@@ -64,3 +55,18 @@ class AlbertPretrainer(AlbertTask):
         }
         kwargs.setdefault("name", "albert_pretrainer")
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+
+
+def build_masked_lm_head(backbone: AlbertBackbone) -> MaskedLMHead:
+    """A new masked-LM head for `backbone`, tied to its token table (the pretrainer's and
+    `AlbertMaskedLM`'s)."""
+    config = backbone.albert_config
+    return MaskedLMHead(
+        backbone.token_embedding,
+        embedding_dim=config.embedding_dim,
+        activation=config.activation,
+        layer_norm_epsilon=config.layer_norm_epsilon,
+        initializer_range=config.initializer_range,
+        dtype=backbone.dtype_policy,
+        name="masked_lm_head",
+    )

@@ -1,0 +1,15 @@
+"""The fill-mask task type's record (see `keras_albert.tasks.task_type`)."""
+
+from keras_albert.models.masked_lm import AlbertMaskedLM
+from keras_albert.tasks.fill_mask import defaults
+from keras_albert.tasks.fill_mask.options import FillMaskExportOptions
+from keras_albert.tasks.task_type import TaskType
+
+TASK_TYPE = TaskType(
+    name="fill_mask",
+    description="the most probable tokens for each [MASK] of a text (a masked LM, not fine-tuned)",
+    model_class=AlbertMaskedLM,
+    defaults=defaults,
+    serving_module="keras_albert.tasks.fill_mask.serving:FillMaskServingModule",
+    export_options=FillMaskExportOptions,
+)
