@@ -8,6 +8,7 @@ from keras_albert.convert import load_checkpoint, save_checkpoint
 from keras_albert.models import (
     AlbertBackbone,
     AlbertClassifier,
+    AlbertMaskedLM,
     AlbertMultipleChoice,
     AlbertPretrainer,
     AlbertQuestionAnswerer,
@@ -49,6 +50,7 @@ __all__ = [
     "AlbertBackbone",
     "AlbertClassifier",
     "AlbertConfig",
+    "AlbertMaskedLM",
     "AlbertMultipleChoice",
     "AlbertPacker",
     "AlbertPretrainer",

@@ -59,11 +59,13 @@ from keras_albert.convert.tf1 import load_tf1_weights, read_tf1_checkpoint, tf1_
 from keras_albert.models import (
     AlbertBackbone,
     AlbertClassifier,
+    AlbertMaskedLM,
     AlbertMultipleChoice,
     AlbertPretrainer,
     AlbertQuestionAnswerer,
     AlbertTokenClassifier,
 )
+from keras_albert.models.masked_lm import masked_lm_from
 from keras_albert.tasks.registry import check_model_kind, model_kind_of
 from keras_albert.validation import require_int, require_one_of
 
@@ -187,6 +189,8 @@ def _around(backbone: AlbertBackbone, kind: str, num_classes: int | None, **head
         return AlbertPretrainer(backbone)
     if kind == "multiple_choice":
         return AlbertMultipleChoice(backbone)
+    if kind == "fill_mask":
+        return AlbertMaskedLM(backbone)
     if kind == "question_answering":
         return AlbertQuestionAnswerer(backbone, **head)
     if num_classes is None:
@@ -213,6 +217,8 @@ def _as_kind(loaded, kind: str | None, num_classes: int | None, source: str):
     backbone = loaded if own == "backbone" else loaded.backbone
     if kind == "backbone":
         return backbone
+    if kind == "fill_mask" and own == "pretrainer":
+        return masked_lm_from(loaded)  # the pretrainer's own masked-LM head, shared
     model = _around(backbone, kind, num_classes)
     print(
         f"keras_albert: {source} holds an {type(loaded).__name__}; the "

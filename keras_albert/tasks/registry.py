@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from keras_albert.models import AlbertBackbone, AlbertPretrainer
 from keras_albert.tasks.classification.task_type import TASK_TYPE as CLASSIFICATION
+from keras_albert.tasks.fill_mask.task_type import TASK_TYPE as FILL_MASK
 from keras_albert.tasks.multiple_choice.task_type import TASK_TYPE as MULTIPLE_CHOICE
 from keras_albert.tasks.question_answering.task_type import TASK_TYPE as QUESTION_ANSWERING
 from keras_albert.tasks.task_type import TaskType
@@ -20,6 +21,7 @@ TASK_TYPES: tuple[TaskType, ...] = (
     QUESTION_ANSWERING,
     MULTIPLE_CHOICE,
     TOKEN_CLASSIFICATION,
+    FILL_MASK,
 )
 
 # The models that are no task type's head: `load_checkpoint(model=...)` builds them too.

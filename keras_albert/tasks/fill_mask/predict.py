@@ -19,8 +19,8 @@ from collections.abc import Sequence
 import keras
 import numpy as np
 
-from keras_albert.export.saved_model import checked_text_inputs
 from keras_albert.models.masked_lm import masked_lm_from
+from keras_albert.serving.saved_model import checked_text_inputs
 from keras_albert.tasks.fill_mask import defaults
 from keras_albert.tasks.fill_mask.features import MaskedTextEncoder, pack
 from keras_albert.text.tokenizer import AlbertTokenizer

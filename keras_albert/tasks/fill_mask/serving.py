@@ -25,14 +25,14 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from keras_albert.export.saved_model import SERVE_TOKEN_IDS, SERVING_DEFAULT
-from keras_albert.export.task_serving import (
+from keras_albert.models.masked_lm import masked_lm_from
+from keras_albert.serving.saved_model import SERVE_TOKEN_IDS, SERVING_DEFAULT
+from keras_albert.serving.task_serving import (
     TaskServingModule,
     concrete,
     string_spec,
     token_specs,
 )
-from keras_albert.models.masked_lm import masked_lm_from
 from keras_albert.tasks.fill_mask import defaults
 from keras_albert.tasks.fill_mask.features import (
     MaskedTextEncoder,

@@ -13,13 +13,13 @@ import tensorflow as tf
 from tensorflow_serving.apis import prediction_log_pb2
 
 from keras_albert import AlbertBackbone
-from keras_albert.export import requests as serving_requests
 from keras_albert.export.serving_layout import (
     warmup_records,
     write_models_config,
     write_warmup_requests,
 )
 from keras_albert.models import AlbertMaskedLM
+from keras_albert.serving import requests as serving_requests
 from keras_albert.tasks.fill_mask.features import MaskedTextEncoder, pack
 from keras_albert.tasks.fill_mask.predict import fill_mask
 from keras_albert.tasks.fill_mask.serving import FillMaskServingModule
@@ -258,3 +258,41 @@ def test_module_arguments_are_checked():
         module.pack(tf.constant(["[MASK] one two three four five six"]))  # 9 tokens
     packed = module.pack(tf.constant(["[MASK] one two three four five"]))
     assert packed["token_ids"].shape == (1, 8)
+
+
+def test_the_export_tool_serves_a_pretrainer_checkpoint_as_fill_mask(tmp_path):
+    # `--model fill_mask` turns a pretraining checkpoint into its masked LM (the pretrainer's
+    # own head), and the export dispatch gives it the fill-mask module with `--top-k`.
+    import runpy
+    from pathlib import Path
+
+    from keras_albert import AlbertPretrainer, load_checkpoint
+
+    masked_lm = random_masked_lm(30000, seed=3)
+    pretrainer = AlbertPretrainer(masked_lm.backbone)
+    pretrainer.masked_lm_head.set_weights(masked_lm.masked_lm_head.get_weights())
+    checkpoint = tmp_path / "pretrainer.keras"
+    pretrainer.save(checkpoint)
+    tool = Path(__file__).resolve().parents[3] / "tools" / "export_saved_model.py"
+    argv = [str(checkpoint), "--vocabulary", str(ALBERT_MODEL), "--model", "fill_mask"]
+    argv += ["--name", "fm", "--output-dir", str(tmp_path / "served"), "--top-k", "3"]
+    assert runpy.run_path(str(tool))["main"](argv) == 0
+    served = tf.saved_model.load(str(tmp_path / "served" / "fm" / "1"))
+    texts = ["The [MASK] was fine.", "a [MASK] and a [MASK] film"]
+    outputs = served.signatures["serving_default"](text=tf.constant(texts))
+    tokenizer = AlbertTokenizer(str(ALBERT_MODEL))
+    loaded = load_checkpoint(str(checkpoint), model="fill_mask")
+    assert isinstance(loaded, AlbertMaskedLM)
+    expected = fill_mask(loaded, tokenizer, texts, top_k=3)
+    assert outputs["token_ids"].shape[-1] == 3
+    for row, masks in enumerate(expected):
+        assert int(outputs["num_masks"][row]) == len(masks)
+        for mask, proposals in enumerate(masks):
+            ids = [proposal["token_id"] for proposal in proposals]
+            assert outputs["token_ids"][row, mask].numpy().tolist() == ids
+            np.testing.assert_allclose(
+                outputs["probabilities"][row, mask].numpy(),
+                [proposal["probability"] for proposal in proposals],
+                rtol=0,
+                atol=PROBABILITY_TOLERANCE,
+            )
