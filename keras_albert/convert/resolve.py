@@ -58,20 +58,15 @@ from keras_albert.convert.model_garden import load_tfhub_saved_model, tfhub_save
 from keras_albert.convert.tf1 import load_tf1_weights, read_tf1_checkpoint, tf1_head
 from keras_albert.models import (
     AlbertBackbone,
-    AlbertClassifier,
-    AlbertMaskedLM,
-    AlbertMultipleChoice,
     AlbertPretrainer,
-    AlbertQuestionAnswerer,
-    AlbertTokenClassifier,
 )
-from keras_albert.models.masked_lm import masked_lm_from
-from keras_albert.tasks.registry import check_model_kind, model_kind_of
+from keras_albert.tasks.registry import (
+    BASE_MODEL_KINDS,
+    check_model_kind,
+    get_task_type,
+    model_kind_of,
+)
 from keras_albert.validation import require_int, require_one_of
-
-# Kinds whose head needs a count the checkpoint may not give: classes, or tags; by the name
-# of the count on the model.
-_COUNTED_HEADS = {"classification": "num_classes", "token_classification": "num_labels"}
 
 
 class CorruptCheckpointError(ValueError):
@@ -187,27 +182,20 @@ def _around(backbone: AlbertBackbone, kind: str, num_classes: int | None, **head
         return backbone
     if kind == "pretrainer":
         return AlbertPretrainer(backbone)
-    if kind == "multiple_choice":
-        return AlbertMultipleChoice(backbone)
-    if kind == "fill_mask":
-        return AlbertMaskedLM(backbone)
-    if kind == "question_answering":
-        return AlbertQuestionAnswerer(backbone, **head)
-    if num_classes is None:
+    task_type = get_task_type(kind)
+    if task_type.count is not None and num_classes is None:
         raise ValueError(
-            f"`num_classes` must be given to build a {kind} (the checkpoint has no such "
+            f"`num_classes` must be given to build a {kind} model (the checkpoint has no such "
             "head). Received: num_classes=None"
         )
-    if kind == "token_classification":
-        return AlbertTokenClassifier(backbone, num_labels=num_classes, **head)
-    return AlbertClassifier(backbone, num_classes=num_classes)
+    return task_type.build_model(backbone, num_classes, **head)
 
 
 def _as_kind(loaded, kind: str | None, num_classes: int | None, source: str):
     """`loaded`, or its backbone, or a new model around its backbone with fresh heads."""
     own = model_kind_of(loaded)
     if kind is None or kind == own:
-        counted = _COUNTED_HEADS.get(own)
+        counted = None if own in BASE_MODEL_KINDS else get_task_type(own).count
         if counted and num_classes not in (None, getattr(loaded, counted)):
             raise ValueError(
                 f"`num_classes` must match the {own} model in {source!r} "
@@ -217,8 +205,11 @@ def _as_kind(loaded, kind: str | None, num_classes: int | None, source: str):
     backbone = loaded if own == "backbone" else loaded.backbone
     if kind == "backbone":
         return backbone
-    if kind == "fill_mask" and own == "pretrainer":
-        return masked_lm_from(loaded)  # the pretrainer's own masked-LM head, shared
+    if kind != "pretrainer":
+        from_model = get_task_type(kind).from_model
+        shared = from_model(loaded) if from_model else None
+        if shared is not None:  # a head made of the loaded model's own weights
+            return shared
     model = _around(backbone, kind, num_classes)
     print(
         f"keras_albert: {source} holds an {type(loaded).__name__}; the "
@@ -346,7 +337,7 @@ def _load_hf(path: str, kind: str | None, num_classes: int | None):
     if kind == "backbone":
         own = "backbone"  # the heads are skipped, not loaded and dropped
     head = {}
-    if own in _COUNTED_HEADS:
+    if own in ("classification", "token_classification"):  # HF's `classifier` linear
         num_classes = int(tensors["classifier.weight"].shape[0])  # (num_labels, hidden)
     if own == "token_classification" and hf_labels(hf_config) is not None:
         head["labels"] = hf_labels(hf_config)

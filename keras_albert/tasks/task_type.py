@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+from collections.abc import Callable
 from types import ModuleType
 
 
@@ -33,6 +34,9 @@ class TaskType:
             `model=` kind, the export CLI's `--model` choice, the serving task, the summary.
         description: one line for `--help` and the documentation.
         model_class: the Keras model of the head (e.g. `AlbertQuestionAnswerer`).
+        build_model: `(backbone, num_classes, **head) → model_class` with a fresh head
+            (`head`: the head's own options a checkpoint gives, e.g. `answerability`);
+            `load_checkpoint(..., model=name)` builds it around a checkpoint's backbone.
         defaults: the task's `defaults.py` (imports nothing; every default is written there).
         datasets: the names `FinetuningOptions.task` (`--task`) takes for this task type (e.g.
             "squad_v1", "squad_v2"); empty when the task type is not fine-tuned (fill-mask).
@@ -43,17 +47,26 @@ class TaskType:
             take strings; `keras_albert.export`).
         export_options: the dataclass of its serving module's own options (flags of
             `tools/export_saved_model.py`), or None.
+        count: the model's attribute that counts its outputs when a checkpoint of another
+            kind cannot say it (`num_classes`, `num_labels`): `load_checkpoint` then needs
+            `num_classes`; None when the head needs no count.
+        from_model: `(loaded model) → model_class or None`: a model of this kind that shares a
+            loaded model's weights, head included (fill-mask: a pretrainer's masked-LM head),
+            instead of a fresh head; None when it has no such way.
     """
 
     name: str
     description: str
     model_class: type
+    build_model: Callable
     defaults: ModuleType
     serving_module: str
     datasets: tuple[str, ...] = ()
     options: type | None = None
     finetuning_task: str | None = None
     export_options: type | None = None
+    count: str | None = None
+    from_model: Callable | None = None
 
     @property
     def trains(self) -> bool:

@@ -3,6 +3,7 @@ names them: each record is defined in its task type's own folder, and each task 
 reachable from the fine-tuning CLI (where it trains), `load_checkpoint(..., model=...)`, the
 export CLI and the export dispatch, with nothing else edited."""
 
+import ast
 import dataclasses
 import importlib
 import runpy
@@ -41,6 +42,24 @@ def test_each_record_is_defined_in_its_own_folder_under_its_one_name():
             assert task_class.__module__.startswith(f"keras_albert.tasks.{task_type.name}.")
             assert issubclass(task_class, keras_albert.FinetuningTask)
         assert get_task_type(task_type.name) is task_type
+
+
+def test_no_task_type_imports_another_or_the_list():
+    # What an import-linter layers contract would say, for whatever folders are registered.
+    for task_type in TASK_TYPES:
+        others = {t.name for t in TASK_TYPES} - {task_type.name}
+        folder = REPO / "keras_albert" / "tasks" / task_type.name
+        for path in sorted(folder.rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                names = []
+                if isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.module:
+                    names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+                for name in names:
+                    parts = name.split(".")
+                    if parts[:2] == ["keras_albert", "tasks"] and len(parts) > 2:
+                        assert parts[2] not in others | {"registry"}, f"{path}: {name}"
 
 
 def test_the_task_types_own_flags_do_not_collide():

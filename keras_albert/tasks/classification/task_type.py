@@ -10,6 +10,10 @@ TASK_TYPE = TaskType(
     name="classification",
     description="sentence (pair) classification or regression: GLUE, or any CSV/TSV file",
     model_class=AlbertClassifier,
+    build_model=lambda backbone, num_classes, **head: AlbertClassifier(
+        backbone, num_classes=num_classes, **head
+    ),
+    count="num_classes",
     defaults=defaults,
     datasets=(*(spec.name for spec in TASKS.values()), "generic"),
     options=ClassificationOptions,

@@ -12,6 +12,7 @@ TASK_TYPE = TaskType(
     name="multiple_choice",
     description="reading comprehension with one right option: RACE",
     model_class=AlbertMultipleChoice,
+    build_model=lambda backbone, num_classes, **head: AlbertMultipleChoice(backbone, **head),
     defaults=defaults,
     datasets=("race",),
     options=MultipleChoiceOptions,

@@ -12,6 +12,7 @@ TASK_TYPE = TaskType(
     name="question_answering",
     description="extractive question answering: SQuAD v1.1 and v2.0",
     model_class=AlbertQuestionAnswerer,
+    build_model=lambda backbone, num_classes, **head: AlbertQuestionAnswerer(backbone, **head),
     defaults=defaults,
     datasets=("squad_v1", "squad_v2"),
     options=QuestionAnsweringOptions,

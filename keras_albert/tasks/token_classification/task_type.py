@@ -8,6 +8,10 @@ TASK_TYPE = TaskType(
     name="token_classification",
     description="a tag per word, e.g. named entities: CoNLL files (WNUT 2017, CoNLL-2003)",
     model_class=AlbertTokenClassifier,
+    build_model=lambda backbone, num_classes, **head: AlbertTokenClassifier(
+        backbone, num_labels=num_classes, **head
+    ),
+    count="num_labels",
     defaults=defaults,
     datasets=("ner",),
     finetuning_task="keras_albert.tasks.token_classification.task:TokenClassificationTask",
