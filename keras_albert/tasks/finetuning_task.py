@@ -24,7 +24,6 @@ import tensorflow as tf
 from keras_albert.training.objective import Objective
 
 if TYPE_CHECKING:
-    from keras_albert.finetuning.options import FinetuningOptions
     from keras_albert.models import AlbertBackbone
     from keras_albert.tasks.recipes import EpochRecipe, Recipe
 
@@ -33,8 +32,10 @@ class FinetuningTask(abc.ABC):
     """A task's data, head, loss, metrics and predictions files.
 
     Args:
-        options: the run's `FinetuningOptions`; `options.task_options` are the task type's own
-            (its `TaskType.options`, never None here: `keras_albert.finetuning.task_choice`).
+        options: the run's `keras_albert.finetuning.FinetuningOptions` (not imported here:
+            the task types stand below the driver and its options); `options.task_options`
+            are the task type's own (its `TaskType.options`, never None here:
+            `keras_albert.finetuning.task_choice`).
         tokenizer: an `AlbertTokenizer`.
 
     Attributes:
@@ -54,11 +55,11 @@ class FinetuningTask(abc.ABC):
     test = None
 
     @classmethod
-    def check_options(cls, options: FinetuningOptions) -> None:
+    def check_options(cls, options) -> None:
         """Refuses, before any work, the options (and task options) the task cannot take."""
         return None  # most tasks take any
 
-    def __init__(self, options: FinetuningOptions, tokenizer):
+    def __init__(self, options, tokenizer):
         self.options = options
         self.tokenizer = tokenizer
         self.sequence_length = options.sequence_length or self.default_sequence_length

@@ -5,12 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import TYPE_CHECKING
 
 from keras_albert.validation import require_number
-
-if TYPE_CHECKING:
-    from keras_albert.finetuning.options import FinetuningOptions
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,9 +47,7 @@ class EpochRecipe:
         return Recipe(self.learning_rate, self.batch_size, steps, round(self.warmup_ratio * steps))
 
 
-def resolve_recipe(
-    options: FinetuningOptions, recipe: Recipe | EpochRecipe, num_train: int
-) -> Recipe:
+def resolve_recipe(options, recipe: Recipe | EpochRecipe, num_train: int) -> Recipe:
     """The task's `recipe` (in steps for `num_train` training examples, counted with the
     batch size the run uses), scaled by `options.scale`, with the options' overrides applied.
 
