@@ -18,14 +18,17 @@ def save_checkpoint(
     destination: str | os.PathLike,
     format: str = "auto",
     vocabulary: str | os.PathLike | None = None,
+    lowercase: bool = True,
+    strip_accents: bool = True,
 ) -> None:
     """Writes `model` as `.keras`, `.weights.h5`, a Hugging Face directory ("hf") or a
     keras-hub preset directory ("keras_hub").
 
     "auto" writes Keras's formats for a destination ending in `.keras` or `.weights.h5`, and
     a Hugging Face directory (`config.json` + `model.safetensors`) otherwise.
-    `vocabulary` (a SentencePiece model) goes into a keras-hub preset as its tokenizer (the
-    other formats ignore it).
+    `vocabulary` (a SentencePiece model) goes into a keras-hub preset as its tokenizer, with
+    the normalization `lowercase` and `strip_accents` say written into it (the other formats
+    ignore all three).
     """
     require_one_of("format", format, WRITE_FORMATS)
     destination = os.fspath(destination)
@@ -37,6 +40,12 @@ def save_checkpoint(
         else:
             model.save(destination)
     elif format == "keras_hub":
-        write_keras_hub_preset(model, destination, vocabulary and os.fspath(vocabulary))
+        write_keras_hub_preset(
+            model,
+            destination,
+            vocabulary and os.fspath(vocabulary),
+            lowercase=lowercase,
+            strip_accents=strip_accents,
+        )
     else:
         write_hf_directory(model, destination)

@@ -20,13 +20,16 @@ runs for layers g·L/G … (g+1)·L/G − 1, as ours). Its attention kernels are
 (EinsumDense `(hidden, heads, head_dim)`): the table reshapes them. Its `AlbertMaskedLM` has no
 sentence-order head (ours is then freshly initialized, and one printed line says so) and its
 MLM head's LayerNorm epsilon is 1e-5 where ours uses the backbone's: MLM logits differ by that.
+Its `AlbertTokenizer` runs SentencePiece alone, without the original's lowercasing and accent
+stripping: the written `vocabulary.spm` carries them in its own normalizer
+(`keras_albert.text.sentencepiece_model.with_albert_normalization`), so keras-hub tokenizes
+cased and accented text as ours does (but for the digit-comma re-split, which it lacks).
 """
 
 import datetime
 import importlib.metadata
 import json
 import os
-import shutil
 
 import keras
 import numpy as np
@@ -41,6 +44,7 @@ from keras_albert.convert.keras_hub_weights import (
 )
 from keras_albert.convert.name_table import assign_from_table, read_from_table
 from keras_albert.models import AlbertBackbone, AlbertClassifier, AlbertPretrainer
+from keras_albert.text.sentencepiece_model import with_albert_normalization
 from keras_albert.text.wordpiece import is_vocabulary
 
 # keras-hub class (config.json / task.json `class_name`) → the kind of model we build for it.
@@ -223,7 +227,11 @@ def _write_json(path: str, values: dict) -> None:
 
 
 def write_keras_hub_preset(
-    model, directory: str | os.PathLike, vocabulary: str | None = None
+    model,
+    directory: str | os.PathLike,
+    vocabulary: str | None = None,
+    lowercase: bool = True,
+    strip_accents: bool = True,
 ) -> None:
     """Writes `model` (an `AlbertBackbone`, `AlbertClassifier` or `AlbertPretrainer`) as a
     keras-hub preset directory that `keras_hub.models.AlbertBackbone.from_preset` (and
@@ -234,9 +242,11 @@ def write_keras_hub_preset(
             sentence-order head is not written: keras-hub has none).
         directory: the preset directory (created).
         vocabulary: the tokenizer's SentencePiece model (keras-hub's ALBERT tokenizer has no
-            WordPiece form: a WordPiece vocabulary is refused), copied to
+            WordPiece form: a WordPiece vocabulary is refused), written to
             `assets/tokenizer/vocabulary.spm` with its `tokenizer.json` (and for a task its
             `preprocessor.json`); without it keras-hub loads the model but no preprocessor.
+        lowercase, strip_accents: the normalization the model was trained with
+            (`AlbertTokenizer`'s), written into `vocabulary.spm`'s own normalizer.
     """
     if isinstance(model, AlbertClassifier):
         head, task_class = "classifier", "AlbertTextClassifier"
@@ -293,7 +303,8 @@ def write_keras_hub_preset(
     preprocessor_json = None
     if vocabulary is not None:
         with open(vocabulary, "rb") as file:
-            if is_vocabulary(file.read()):
+            sentencepiece_model = file.read()
+            if is_vocabulary(sentencepiece_model):
                 raise ValueError(
                     "`vocabulary` must be a SentencePiece model for a keras-hub preset "
                     "(keras-hub's ALBERT tokenizer is SentencePiece only). Received: a WordPiece "
@@ -314,7 +325,8 @@ def write_keras_hub_preset(
         _write_json(os.path.join(directory, "tokenizer.json"), tokenizer_json)
         asset = os.path.join(directory, TOKENIZER_ASSET)
         os.makedirs(os.path.dirname(asset), exist_ok=True)
-        shutil.copyfile(vocabulary, asset)
+        with open(asset, "wb") as file:
+            file.write(with_albert_normalization(sentencepiece_model, lowercase, strip_accents))
         if head is not None:
             class_name, module = _PREPROCESSORS[head]
             preprocessor_json = _serialized(
