@@ -1,5 +1,5 @@
 """A user's mistake, run as a command: exit status, ONE line on stderr naming the value, nothing
-half-written left behind (issue 19). Ctrl-C in the drivers: one line saying where to resume.
+half-written left behind. Ctrl-C in the drivers: one line saying where to resume.
 
 Each tool runs as a subprocess (each imports TensorFlow: a few seconds); what a subprocess adds
 nothing to (the drivers' interrupt message, the --help line) is checked in-process.
@@ -61,6 +61,22 @@ def test_missing_checkpoint_is_not_found_and_writes_nothing(tmp_path):
     line = error_line(run("convert_checkpoint", missing, destination))
     assert "not found" in line and str(missing) in line
     assert not (tmp_path / "out").exists()
+
+
+def test_keras_hub_preset_of_a_wordpiece_vocabulary_leaves_nothing(tmp_path):
+    from keras_albert import AlbertBackbone, AlbertClassifier
+
+    AlbertClassifier(
+        AlbertBackbone.from_albert_config(AlbertConfig(**TINY_30K)), num_classes=2
+    ).save(tmp_path / "best.keras")
+    vocabulary = REPO / "tests" / "data" / "zh" / "vocab_chinese.txt"
+    result = run(
+        "convert_checkpoint", tmp_path / "best.keras", tmp_path / "preset", "--to", "keras_hub",
+        "--vocabulary", vocabulary,
+    )  # fmt: skip
+    line = error_line(result)
+    assert "`vocabulary` must be a SentencePiece model for a keras-hub preset" in line
+    assert os.listdir(tmp_path) == ["best.keras"]  # no preset, no temporary beside it
 
 
 def test_pretraining_data_from_nothing_usable_writes_no_shard(tmp_path):

@@ -44,7 +44,8 @@ from keras_albert.convert.keras_hub_weights import (
 )
 from keras_albert.convert.name_table import assign_from_table, read_from_table
 from keras_albert.models import AlbertBackbone, AlbertClassifier, AlbertPretrainer
-from keras_albert.text.sentencepiece_model import with_albert_normalization
+from keras_albert.text.files import write_atomically
+from keras_albert.text.sentencepiece_model import load_processor, with_albert_normalization
 from keras_albert.text.wordpiece import is_vocabulary
 
 # keras-hub class (config.json / task.json `class_name`) → the kind of model we build for it.
@@ -240,7 +241,8 @@ def write_keras_hub_preset(
     Args:
         model: the model; an `AlbertPretrainer` becomes an `AlbertMaskedLM` (its
             sentence-order head is not written: keras-hub has none).
-        directory: the preset directory (created).
+        directory: the preset directory: new or empty (it is written beside, then renamed
+            into place: a failure leaves nothing that loads).
         vocabulary: the tokenizer's SentencePiece model (keras-hub's ALBERT tokenizer has no
             WordPiece form: a WordPiece vocabulary is refused), written to
             `assets/tokenizer/vocabulary.spm` with its `tokenizer.json` (and for a task its
@@ -260,11 +262,34 @@ def write_keras_hub_preset(
             f"a keras-hub preset. Received: model={type(model).__name__}"
         )
     backbone = model if head is None else model.backbone
-    config = backbone.albert_config
-    _check_writable(config)
-    directory = os.fspath(directory)
-    os.makedirs(directory, exist_ok=True)
+    _check_writable(backbone.albert_config)
+    tokenizer_model = None
+    if vocabulary is not None:
+        with open(vocabulary, "rb") as file:
+            tokenizer_model = file.read()
+        if is_vocabulary(tokenizer_model):
+            raise ValueError(
+                "`vocabulary` must be a SentencePiece model for a keras-hub preset "
+                "(keras-hub's ALBERT tokenizer is SentencePiece only). Received: a WordPiece "
+                f"vocabulary, vocabulary={vocabulary!r}"
+            )
+        load_processor(tokenizer_model, vocabulary)  # one clear error for any other file
+        tokenizer_model = with_albert_normalization(tokenizer_model, lowercase, strip_accents)
+    write_atomically(
+        directory,
+        lambda path: _write_preset(path, model, head, task_class, tokenizer_model),
+        directory=True,
+        name="directory",
+    )
 
+
+def _write_preset(
+    directory: str, model, head: str | None, task_class: str | None, tokenizer_model: bytes | None
+) -> None:
+    """The preset's files in `directory`; `tokenizer_model` is the SentencePiece model to
+    write, its normalization already in it."""
+    backbone = model if head is None else model.backbone
+    config = backbone.albert_config
     backbone_json = _serialized(
         "AlbertBackbone",
         "albert_backbone",
@@ -301,15 +326,7 @@ def write_keras_hub_preset(
     )
 
     preprocessor_json = None
-    if vocabulary is not None:
-        with open(vocabulary, "rb") as file:
-            sentencepiece_model = file.read()
-            if is_vocabulary(sentencepiece_model):
-                raise ValueError(
-                    "`vocabulary` must be a SentencePiece model for a keras-hub preset "
-                    "(keras-hub's ALBERT tokenizer is SentencePiece only). Received: a WordPiece "
-                    f"vocabulary, vocabulary={vocabulary!r}"
-                )
+    if tokenizer_model is not None:
         tokenizer_json = _serialized(
             "AlbertTokenizer",
             "albert_tokenizer",
@@ -326,7 +343,7 @@ def write_keras_hub_preset(
         asset = os.path.join(directory, TOKENIZER_ASSET)
         os.makedirs(os.path.dirname(asset), exist_ok=True)
         with open(asset, "wb") as file:
-            file.write(with_albert_normalization(sentencepiece_model, lowercase, strip_accents))
+            file.write(tokenizer_model)
         if head is not None:
             class_name, module = _PREPROCESSORS[head]
             preprocessor_json = _serialized(

@@ -21,8 +21,6 @@ import dataclasses
 import errno
 import itertools
 import os
-import shutil
-import tempfile
 from collections.abc import Callable, Sequence
 
 import keras
@@ -44,7 +42,7 @@ from keras_albert.export.saved_model import (
     AlbertServingModule,
     own_task_options,
 )
-from keras_albert.text.files import apply_umask, write_text_atomically
+from keras_albert.text.files import apply_umask, temporary_sibling, write_text_atomically
 from keras_albert.text.tokenizer import AlbertTokenizer
 from keras_albert.validation import require_int, require_positive_int
 
@@ -102,8 +100,9 @@ def write_version(
     require_int("version", version, 0)
     _require_free(model_dir, version)
     # A leading dot and a non-integer name: the server's version scan skips it.
-    temporary = tempfile.mkdtemp(prefix=f".partial-{version}-", dir=model_dir)
-    try:
+    with temporary_sibling(
+        os.path.join(model_dir, str(version)), directory=True, prefix=f".partial-{version}-"
+    ) as temporary:
         write(temporary)
         apply_umask(temporary)  # mkdtemp's 0o700 would hide the version from the server's user
         while True:
@@ -120,9 +119,6 @@ def write_version(
                     _require_free(model_dir, version)
                     raise
                 version = next_version(model_dir)
-    except BaseException:
-        shutil.rmtree(temporary, ignore_errors=True)
-        raise
 
 
 def _require_free(model_dir: str, version: int) -> None:

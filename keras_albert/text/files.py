@@ -1,9 +1,17 @@
-"""Writing finished text artifacts atomically (a reader never sees half a file), on any file
-system `tf.io.gfile` knows: local paths, `gs://` and the others TensorFlow registers."""
+"""Writing finished artifacts atomically (a reader never sees half of one): text on any file
+system `tf.io.gfile` knows (local paths, `gs://` and the others TensorFlow registers), and
+whole files or directories (a converted checkpoint, an export) written beside their path and
+renamed into place (`write_atomically`)."""
 
+from __future__ import annotations
+
+import contextlib
 import os
 import posixpath
+import shutil
+import tempfile
 import uuid
+from collections.abc import Callable, Iterator
 
 import tensorflow as tf
 
@@ -64,3 +72,109 @@ def directory_of(path: str) -> str:
 def _join(directory: str, name: str) -> str:
     join = posixpath.join if is_remote(directory) else os.path.join
     return join(directory, name)
+
+
+def require_new_directory(name: str, path: str | os.PathLike) -> None:
+    """Fails unless `path` can become a directory that a rename fills: it does not exist or is
+    an empty directory, and no file stands where a directory above it should be."""
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        entries = sorted(os.listdir(path))
+        if entries:
+            shown = ", ".join(entries[:5]) + (", ..." if len(entries) > 5 else "")
+            raise FileExistsError(
+                f"`{name}` must be a new or empty directory (it is written whole, then renamed "
+                f"into place). Received: {name}={path!r}, which holds {shown}"
+            )
+        return
+    if os.path.lexists(path):
+        raise FileExistsError(
+            f"`{name}` must be a new or empty directory, not a file. Received: {name}={path!r}"
+        )
+    require_directory_above(name, path)
+
+
+def require_directory_above(name: str, path: str | os.PathLike) -> None:
+    """Fails when an existing file stands where a directory above `path` should be (which
+    `os.makedirs` reports only as "Not a directory")."""
+    above = os.path.dirname(os.path.abspath(os.fspath(path)))
+    while not os.path.exists(above):
+        above = os.path.dirname(above)
+    if not os.path.isdir(above):
+        raise NotADirectoryError(
+            f"`{name}` must be a path below a directory, but {above!r} is a file. "
+            f"Received: {name}={os.fspath(path)!r}"
+        )
+
+
+@contextlib.contextmanager
+def temporary_sibling(
+    path: str | os.PathLike, directory: bool, prefix: str | None = None
+) -> Iterator[str]:
+    """A hidden temporary path beside `path` (the same file system, so that a rename moves it
+    into place): an empty directory when `directory`, else a free file name that ends as `path`
+    does (for writers that read the suffix: `.keras`, `.weights.h5`). It is removed if the
+    block raises; the block renames it."""
+    path = os.path.abspath(os.fspath(path))
+    parent, base = os.path.split(path)
+    os.makedirs(parent, exist_ok=True)
+    if directory:
+        temporary = tempfile.mkdtemp(prefix=prefix or f".partial-{base}-", dir=parent)
+    else:
+        temporary = os.path.join(parent, f"{prefix or '.partial-'}{uuid.uuid4().hex}-{base}")
+    try:
+        yield temporary
+    except BaseException:
+        if os.path.isdir(temporary) and not os.path.islink(temporary):
+            shutil.rmtree(temporary, ignore_errors=True)
+        elif os.path.lexists(temporary):
+            os.remove(temporary)
+        raise
+
+
+def write_atomically(
+    path: str | os.PathLike,
+    write: Callable[[str], object],
+    directory: bool,
+    name: str = "path",
+) -> str:
+    """Calls `write(temporary)` on a `temporary_sibling` of `path`, then renames it to `path`;
+    returns `path`. A failed `write` (or a process that dies) leaves nothing at `path` and, on
+    an exception, no temporary beside it.
+
+    A file replaces the one at `path`. A directory (`directory=True`, `write` fills the empty
+    temporary directory) goes where nothing is or an empty directory was: the rename cannot
+    replace one that holds files, and nothing here deletes what it did not write, so such a
+    `path` is refused (`name` in the message) before `write` runs. The result gets the process
+    umask's permissions. On a remote file system (`gs://`) there is no rename of a directory:
+    `write` writes `path` itself.
+    """
+    path = os.fspath(path)
+    if is_remote(path):
+        write(path)
+        return path
+    if directory:
+        require_new_directory(name, path)
+    elif os.path.isdir(path):
+        raise ValueError(
+            f"`{name}` must be a file name, not a directory. Received: {name}={path!r}"
+        )
+    else:
+        require_directory_above(name, path)
+    with temporary_sibling(path, directory) as temporary:
+        write(temporary)
+        apply_umask(temporary)  # mkdtemp makes 0o700
+        if not directory:
+            os.replace(temporary, path)
+            return path
+        try:
+            os.rename(temporary, path)
+        except OSError as error:
+            if not os.path.isdir(path):
+                raise
+            # Something wrote into `path` while this was written.
+            raise FileExistsError(
+                f"`{name}` must be a new or empty directory, and {path!r} was filled while "
+                f"it was written ({error.strerror}); nothing of this write is left."
+            ) from None
+    return path
