@@ -45,8 +45,8 @@ from keras_albert.convert.keras_hub_weights import (
 from keras_albert.convert.name_table import assign_from_table, read_from_table
 from keras_albert.models import AlbertBackbone, AlbertClassifier, AlbertPretrainer
 from keras_albert.text.files import write_atomically
-from keras_albert.text.sentencepiece_model import load_processor, with_albert_normalization
-from keras_albert.text.wordpiece import is_vocabulary
+from keras_albert.text.sentencepiece_model import with_albert_normalization
+from keras_albert.text.tokenizer import AlbertTokenizer
 
 # keras-hub class (config.json / task.json `class_name`) → the kind of model we build for it.
 KERAS_HUB_CLASSES = {
@@ -265,16 +265,16 @@ def write_keras_hub_preset(
     _check_writable(backbone.albert_config)
     tokenizer_model = None
     if vocabulary is not None:
-        with open(vocabulary, "rb") as file:
-            tokenizer_model = file.read()
-        if is_vocabulary(tokenizer_model):
+        tokenizer = AlbertTokenizer(vocabulary)  # one clear error for a file of another kind
+        if tokenizer.wordpiece:
             raise ValueError(
                 "`vocabulary` must be a SentencePiece model for a keras-hub preset "
                 "(keras-hub's ALBERT tokenizer is SentencePiece only). Received: a WordPiece "
                 f"vocabulary, vocabulary={vocabulary!r}"
             )
-        load_processor(tokenizer_model, vocabulary)  # one clear error for any other file
-        tokenizer_model = with_albert_normalization(tokenizer_model, lowercase, strip_accents)
+        tokenizer_model = with_albert_normalization(
+            tokenizer.serialized_model, lowercase, strip_accents
+        )
     write_atomically(
         directory,
         lambda path: _write_preset(path, model, head, task_class, tokenizer_model),

@@ -18,6 +18,7 @@ from __future__ import annotations
 import collections
 import functools
 import os
+import re
 import sys
 
 import numpy as np
@@ -56,6 +57,20 @@ def load_processor(model: bytes, proto: str | os.PathLike | bytes) -> spm.Senten
             f"SentencePiece model file (a text file? cut short?) ({detail})"
         ) from None
     return processor
+
+
+# A line of SentencePiece's text vocabulary (the `.vocab` written beside each `.model`).
+_TEXT_VOCABULARY_LINE = re.compile(r"[^\t]+\t-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?")
+
+
+def is_text_vocabulary(data: bytes) -> bool:
+    """Whether `data` is SentencePiece's text vocabulary (`<piece>\\t<score>` per line, the
+    `.vocab` the trainer writes beside the `.model`), which a tokenizer cannot load."""
+    try:
+        lines = [line for line in data.decode("utf-8").split("\n")[:1000] if line]
+    except UnicodeDecodeError:
+        return False
+    return bool(lines) and all(_TEXT_VOCABULARY_LINE.fullmatch(line) for line in lines)
 
 
 def special_piece_ids(processor: spm.SentencePieceProcessor) -> dict[str, int]:

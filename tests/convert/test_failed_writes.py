@@ -1,8 +1,9 @@
 """A conversion that fails midway leaves nothing that loads: no destination, no temporary.
 
 Each writer is made to fail after it has written part of its files (keras-hub preset, Hugging
-Face directory, `.keras`, `.weights.h5`); a WordPiece vocabulary for a keras-hub preset and a
-destination that holds files are refused before anything is written.
+Face directory, `.keras`, `.weights.h5`); a WordPiece vocabulary for a keras-hub preset, a
+SentencePiece `.vocab` for its `.model` and a destination that holds files are refused before
+anything is written.
 """
 
 import os
@@ -14,6 +15,8 @@ import keras_albert.convert.keras_hub as keras_hub_writer
 from keras_albert import AlbertBackbone, AlbertClassifier
 from keras_albert.convert import load_checkpoint, save_checkpoint
 from tests.helpers import tiny_config
+from tests.test_tool_errors import load_tool
+from tests.text.test_tokenizer import text_vocabulary
 from tests.text.text_data import ALBERT_MODEL, DATA
 
 
@@ -102,3 +105,18 @@ def test_a_destination_that_holds_files_is_refused_before_writing(tmp_path, clas
     assert str(error.value).startswith("`destination` must be a new or empty directory")
     assert str(error.value).endswith("which holds notes.txt")
     assert_nothing_left(tmp_path / "hf", ["notes.txt"])
+
+
+def test_a_sentencepiece_text_vocabulary_through_the_tool_names_the_model(tmp_path, classifier):
+    classifier.save(tmp_path / "best.keras")
+    text_vocabulary(tmp_path / "30k-clean.vocab")
+    (tmp_path / "30k-clean.model").write_bytes(ALBERT_MODEL.read_bytes())
+    argv = [str(tmp_path / "best.keras"), str(tmp_path / "preset"), "--to", "keras_hub"]
+    with pytest.raises(ValueError) as error:
+        load_tool("convert_checkpoint").main(
+            [*argv, "--vocabulary", str(tmp_path / "30k-clean.vocab")]
+        )
+    assert str(error.value).endswith(
+        f"not its model: did you mean the .model beside it, '{tmp_path / '30k-clean.model'}'?"
+    )
+    assert_nothing_left(tmp_path, ["best.keras", "30k-clean.vocab", "30k-clean.model"])
