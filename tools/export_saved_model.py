@@ -43,6 +43,7 @@ from keras_albert.cli import (  # noqa: E402
     with_debug_help,
 )
 from keras_albert.convert import MODEL_KINDS  # noqa: E402
+from keras_albert.directories import require_directory  # noqa: E402
 from keras_albert.export import BatchingParameters, export_checkpoint  # noqa: E402
 from keras_albert.export.precision import PRECISIONS  # noqa: E402
 from keras_albert.export.tfhub import export_tfhub_checkpoint  # noqa: E402
@@ -155,6 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     options = options_from_args(args, ExportOptions, checkpoint=args.checkpoint)
+    require_directory("output_dir", options.output_dir)  # before the checkpoint is read
     if options.format != "savedmodel":
         _require_format_options(options)
         path = _EXPORTERS[options.format](options)

@@ -8,7 +8,8 @@ import os
 
 from keras_albert.convert.huggingface import write_hf_directory
 from keras_albert.convert.keras_hub import write_keras_hub_preset
-from keras_albert.text.files import require_new_directory, write_atomically
+from keras_albert.directories import require_new_directory
+from keras_albert.text.files import write_atomically
 from keras_albert.validation import require_one_of
 
 WRITE_FORMATS = ("auto", "keras", "hf", "keras_hub")

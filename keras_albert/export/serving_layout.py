@@ -29,6 +29,7 @@ from google.protobuf import text_format
 from tensorflow_serving.apis import prediction_log_pb2, regression_pb2
 from tensorflow_serving.config import model_server_config_pb2
 
+from keras_albert.directories import require_directory
 from keras_albert.export.modules import load_for_export, serving_module
 from keras_albert.export.requests import (
     classify_request,
@@ -93,6 +94,7 @@ def write_version(
     next free one. The version directory gets the process umask's permissions.
     """
     model_dir = os.fspath(model_dir)
+    require_directory("model_dir", model_dir)
     os.makedirs(model_dir, exist_ok=True)
     chosen = version is None
     if chosen:
@@ -347,6 +349,7 @@ def export_for_serving(
     module's own (`warmup_texts` are for text classifiers).
     """
     require_model_name(name)
+    require_directory("base_dir", base_dir)  # before the module is built
     module = serving_module(
         model,
         tokenizer,
@@ -415,6 +418,8 @@ def export_checkpoint(
     (`keras_albert.convert.resolve_normalization`); `options` are `export_for_serving`'s
     keyword arguments.
     """
+    if "base_dir" in options:
+        require_directory("base_dir", options["base_dir"])  # before the checkpoint is read
     if warmup_file is not None:
         texts, pairs = read_warmup_texts(warmup_file)
         options["warmup_texts"] = texts

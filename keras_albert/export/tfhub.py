@@ -40,6 +40,7 @@ import keras
 import tensorflow as tf
 
 from keras_albert.convert.model_garden import CONFIG_ASSET
+from keras_albert.directories import require_directory
 from keras_albert.export.modules import load_for_export
 from keras_albert.export.saved_model import (
     Untracked,
@@ -278,6 +279,7 @@ def export_tfhub_checkpoint(
     run recorded; `model_kind` and `config` are `load_checkpoint`'s `model` and `config`.
     """
     require_model_name(name)
+    require_directory("base_dir", base_dir)  # before the checkpoint is read
     model, tokenizer = load_for_export(
         checkpoint, vocabulary, model_kind, config, lowercase=lowercase, strip_accents=strip_accents
     )

@@ -36,6 +36,7 @@ import os
 import keras
 import tensorflow as tf
 
+from keras_albert.directories import require_directory
 from keras_albert.export.modules import load_for_export, serving_module
 from keras_albert.export.saved_model import (
     SENTENCEPIECE_ASSET,
@@ -122,6 +123,7 @@ def export_tflite_checkpoint(
     ("multiple_choice", ...) to its options, of which the loaded model's task takes its own.
     """
     require_model_name(name)
+    require_directory("base_dir", base_dir)  # before the checkpoint is read
     model, tokenizer = load_for_export(
         checkpoint, vocabulary, model_kind=model_kind, config=config, num_classes=num_classes
     )

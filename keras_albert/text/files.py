@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterator
 
 import tensorflow as tf
 
+from keras_albert.directories import first_existing, require_new_directory
+
 
 def write_text_atomically(path: str | os.PathLike, text: str) -> None:
     """Writes `text` (UTF-8) to a temporary file beside `path`, then renames it over `path`
@@ -74,39 +76,6 @@ def _join(directory: str, name: str) -> str:
     return join(directory, name)
 
 
-def require_new_directory(name: str, path: str | os.PathLike) -> None:
-    """Fails unless `path` can become a directory that a rename fills: it does not exist or is
-    an empty directory, and no file stands where a directory above it should be."""
-    path = os.fspath(path)
-    if os.path.isdir(path):
-        entries = sorted(os.listdir(path))
-        if entries:
-            shown = ", ".join(entries[:5]) + (", ..." if len(entries) > 5 else "")
-            raise FileExistsError(
-                f"`{name}` must be a new or empty directory (it is written whole, then renamed "
-                f"into place). Received: {name}={path!r}, which holds {shown}"
-            )
-        return
-    if os.path.lexists(path):
-        raise FileExistsError(
-            f"`{name}` must be a new or empty directory, not a file. Received: {name}={path!r}"
-        )
-    require_directory_above(name, path)
-
-
-def require_directory_above(name: str, path: str | os.PathLike) -> None:
-    """Fails when an existing file stands where a directory above `path` should be (which
-    `os.makedirs` reports only as "Not a directory")."""
-    above = os.path.dirname(os.path.abspath(os.fspath(path)))
-    while not os.path.exists(above):
-        above = os.path.dirname(above)
-    if not os.path.isdir(above):
-        raise NotADirectoryError(
-            f"`{name}` must be a path below a directory, but {above!r} is a file. "
-            f"Received: {name}={os.fspath(path)!r}"
-        )
-
-
 @contextlib.contextmanager
 def temporary_sibling(
     path: str | os.PathLike, directory: bool, prefix: str | None = None
@@ -159,8 +128,11 @@ def write_atomically(
         raise ValueError(
             f"`{name}` must be a file name, not a directory. Received: {name}={path!r}"
         )
-    else:
-        require_directory_above(name, path)
+    elif not os.path.isdir(above := first_existing(os.path.dirname(os.path.abspath(path)))):
+        raise NotADirectoryError(
+            f"`{name}` must be a path below a directory, but {above!r} is a file. "
+            f"Received: {name}={path!r}"
+        )
     with temporary_sibling(path, directory) as temporary:
         write(temporary)
         apply_umask(temporary)  # mkdtemp makes 0o700

@@ -74,13 +74,19 @@ def test_a_file_replaces_a_file_and_a_failure_keeps_the_old_one(tmp_path):
 def test_wrong_kinds_of_path_are_named(tmp_path):
     taken = tmp_path / "taken"
     taken.write_text("keep me")
-    with pytest.raises(FileExistsError, match="`export_dir` must be a new or empty directory, "):
-        write_atomically(taken, fill, directory=True, name="export_dir")
     with pytest.raises(NotADirectoryError) as error:
-        write_atomically(taken / "preset", fill, directory=True, name="destination")
+        write_atomically(taken, fill, directory=True, name="export_dir")
+    assert str(error.value) == (
+        f"`export_dir` must be a directory (or a path where one can be made), but '{taken}' is "
+        f"a file. Received: export_dir='{taken}'"
+    )
+    with pytest.raises(NotADirectoryError, match=f"but '{taken}' is a file. Received: "):
+        write_atomically(taken / "a" / "b", fill, directory=True, name="export_dir")
+    with pytest.raises(NotADirectoryError) as error:
+        write_atomically(taken / "model.keras", fill, directory=False, name="destination")
     assert str(error.value) == (
         f"`destination` must be a path below a directory, but '{taken}' is a file. "
-        f"Received: destination='{taken / 'preset'}'"
+        f"Received: destination='{taken / 'model.keras'}'"
     )
     with pytest.raises(ValueError, match="`destination` must be a file name, not a directory"):
         write_atomically(tmp_path, fill, directory=False, name="destination")
