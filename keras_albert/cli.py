@@ -12,8 +12,13 @@ aliases (`aliases={"sequence_length": ("--max_seq_length",)}`).
     options = options_from_args(parser.parse_args(), PretrainingOptions)
 
 `run_tool(main)` runs a tool: a user error is ONE line `error: …` on stderr (exit 1, or 2 for
-usage), Ctrl-C one line; `--debug` shows the traceback. (TensorFlow's start-up lines are silenced by
-`import keras_albert` itself: see `keras_albert/_startup.py`.)
+usage), Ctrl-C one line; `--debug` shows the traceback. (TensorFlow's start-up lines are
+silenced by `import keras_albert` itself: see `keras_albert/_startup.py`.) The library's errors
+name an option by its field (`` `sequence_length` must be … ``); in a tool's error line each
+field that `add_options` bound is named by its flag (`` `--sequence-length` must be … ``).
+
+A `str` default that does not print as itself (a tab) is shown as Python writes it ('\\t'),
+and that flag takes the same escapes (`--delimiter '\\t'`).
 
 Annotations understood: `int`, `float`, `str`, `bool` (`--x` / `--no-x`), `X | None`,
 `tuple[str, ...]` (comma-separated), `Literal[...]` (choices), and `bool | str` fields whose
@@ -32,8 +37,14 @@ import sys
 import types
 import typing
 
+from keras_albert.directories import first_existing
+
 _ARGS_HEADER = re.compile(r"^\s*Args:\s*$")
 _ENTRY = re.compile(r"^(\s*)([A-Za-z_][A-Za-z0-9_]*(?:\s*,\s*[A-Za-z_][A-Za-z0-9_]*)*):\s?(.*)$")
+
+# Field → flag of the options `add_options` bound since `run_tool` started (one tool's), so
+# that its error line names the flag.
+_BOUND_FLAGS: dict[str, str] = {}
 
 # The tokenizer's vocabulary file (a SentencePiece model or a WordPiece vocabulary) is
 # `vocabulary` in every option class; `--sentencepiece-model` is its name from before WordPiece.
@@ -83,6 +94,19 @@ def _comma_separated(text: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.split(",") if part.strip())
 
 
+def _prints_as_itself(text: str) -> bool:
+    return text.isprintable() and text == text.strip() and text != ""
+
+
+def _with_escapes(text: str) -> str:
+    """`\\t` → a tab, and Python's other backslash escapes (other characters kept; text that
+    is no escape, as a lone backslash, as given)."""
+    try:
+        return text.encode("latin-1", "backslashreplace").decode("unicode_escape")
+    except UnicodeDecodeError:
+        return text
+
+
 def _argument_kwargs(field: dataclasses.Field, annotation) -> dict:
     """argparse keywords for one field, from its annotation and metadata."""
     kwargs: dict = {}
@@ -101,6 +125,8 @@ def _argument_kwargs(field: dataclasses.Field, annotation) -> dict:
     elif origin is tuple:
         kwargs["type"] = _comma_separated
         kwargs["metavar"] = "A,B,..."
+    elif annotation is str and not _prints_as_itself(_default(field) or "x"):
+        kwargs["type"] = _with_escapes  # so that the help's '\\t' is what the flag takes
     elif annotation in (int, float, str):
         kwargs["type"] = annotation
     else:
@@ -112,6 +138,12 @@ def _argument_kwargs(field: dataclasses.Field, annotation) -> dict:
         if key in field.metadata:
             kwargs[key] = field.metadata[key]
     return kwargs
+
+
+def _default(field: dataclasses.Field):
+    if field.default_factory is not dataclasses.MISSING:
+        return field.default_factory()
+    return None if field.default is dataclasses.MISSING else field.default
 
 
 def add_options(
@@ -155,17 +187,16 @@ def add_options(
         if field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
             kwargs["required"] = True
         else:
-            default = (
-                field.default
-                if field.default is not dataclasses.MISSING
-                else field.default_factory()
-            )
+            default = _default(field)
             kwargs["default"] = argparse.SUPPRESS if given_only else default
-            if default is not None and kwargs.get("action") is not argparse.BooleanOptionalAction:
+            if isinstance(default, str) and not _prints_as_itself(default):
+                help_text += f" (default: {default!r})".replace("%", "%%")  # not "(default: )"
+            elif default is not None and kwargs.get("action") is not argparse.BooleanOptionalAction:
                 # A given-only flag's argparse default is SUPPRESS: its help says the real one.
                 shown = str(default).replace("%", "%%") if given_only else "%(default)s"
                 help_text += f" (default: {shown})"
         parser.add_argument(*spellings, dest=field.name, help=help_text.strip(), **kwargs)
+        _BOUND_FLAGS[field.name] = flag_name(field.name)
 
 
 def options_from_args(args: argparse.Namespace, options_class: type, **overrides):
@@ -251,6 +282,7 @@ def run_tool(main, argv: list[str] | None = None) -> None:
     `main` returns an exit status (None = 0).
     """
     argv = list(sys.argv[1:] if argv is None else argv)
+    _BOUND_FLAGS.clear()  # this tool's options only (tests run several tools in one process)
     debug = "--debug" in argv or os.environ.get(DEBUG_ENVIRONMENT_VARIABLE, "") not in ("", "0")
     argv = [arg for arg in argv if arg != "--debug"]
     try:
@@ -270,9 +302,20 @@ def run_tool(main, argv: list[str] | None = None) -> None:
 
 
 def _one_line(error: BaseException) -> str:
-    text = (
-        str(error)
-        if not isinstance(error, OSError) or not error.filename
-        else (f"{error.strerror}: {error.filename}")
+    blocking = (
+        first_existing(os.fspath(error.filename))
+        if isinstance(error, NotADirectoryError) and error.filename
+        else None
     )
-    return " ".join(text.split()) or type(error).__name__
+    if blocking and not os.path.isdir(blocking):
+        # The OS says only "Not a directory: <path>": say which part of it is a file.
+        text = f"Not a directory: {blocking!r} is a file (in the path {error.filename!r})"
+    elif isinstance(error, OSError) and error.filename:
+        text = f"{error.strerror}: {error.filename}"
+    else:
+        text = str(error)
+    text = " ".join(text.split()) or type(error).__name__
+    return _FIELD.sub(lambda match: f"`{_BOUND_FLAGS.get(match[1], match[1])}`", text)
+
+
+_FIELD = re.compile(r"`([a-z][a-z0-9_]*)`")

@@ -224,3 +224,64 @@ def test_quiet_tensorflow_hides_start_up_lines():
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=environment
     )
     assert result.stderr != ""  # the switch shows them again
+
+
+def test_run_tool_names_the_flag_of_each_bound_field(capsys):
+    message = (
+        "`sequence_length` must be at most 512. Received: sequence_length=1024; use another "
+        "`output_dir` or `force`."
+    )
+
+    def refused(argv):
+        _parser().parse_args(["--output-dir", "o"])  # the tool binds _Options
+        raise ValueError(message)
+
+    assert _exit_of(refused, [], capsys) == (
+        1,
+        "error: `--sequence-length` must be at most 512. Received: sequence_length=1024; use "
+        "another `--output-dir` or `force`.\n",  # `force` is no field of _Options
+    )
+
+    def binds_nothing(argv):  # the next tool run in this process
+        raise ValueError(message)
+
+    assert _exit_of(binds_nothing, [], capsys) == (1, f"error: {message}\n")
+
+
+def test_a_file_in_the_way_of_a_directory_is_named(tmp_path, capsys):
+    taken = tmp_path / "results"
+    taken.write_text("keep me")
+    status, err = _exit_of(lambda argv: open(taken / "sst2" / "summary.json", "w"), [], capsys)
+    assert (status, err) == (
+        1,
+        f"error: Not a directory: '{taken}' is a file (in the path "
+        f"'{taken / 'sst2' / 'summary.json'}')\n",
+    )
+
+
+def test_a_tab_default_is_shown_and_taken_as_python_writes_it():
+    @dataclasses.dataclass(frozen=True)
+    class Table:
+        """A table.
+
+        Args:
+            delimiter: the field separator.
+            quote: the quote character.
+        """
+
+        delimiter: str = "\t"
+        quote: str = '"'
+
+    parser = argparse.ArgumentParser()
+    add_options(parser, Table)
+    help_text = " ".join(parser.format_help().split())
+    assert "the field separator. (default: '\\t')" in help_text
+    assert 'the quote character. (default: ")' in help_text
+    assert options_from_args(parser.parse_args(["--delimiter", "\\t"]), Table).delimiter == "\t"
+    assert options_from_args(parser.parse_args(["--delimiter", ";"]), Table).delimiter == ";"
+    assert options_from_args(parser.parse_args(["--quote", "\\t"]), Table).quote == "\\t"
+    # A lone backslash stays; text around an escape is kept.
+    for text, expected in {"\\": "\\", "é\\t北": "é\t北", ",": ","}.items():
+        assert options_from_args(parser.parse_args(["--delimiter", text]), Table).delimiter == (
+            expected
+        )

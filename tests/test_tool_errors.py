@@ -1,5 +1,5 @@
 """A user's mistake, run as a command: exit status, ONE line on stderr naming the value, nothing
-half-written left behind (issue 19). Ctrl-C in the drivers: one line saying where to resume.
+half-written left behind. Ctrl-C in the drivers: one line saying where to resume.
 
 Each tool runs as a subprocess (each imports TensorFlow: a few seconds); what a subprocess adds
 nothing to (the drivers' interrupt message, the --help line) is checked in-process.
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from keras_albert import AlbertConfig
-from keras_albert.cli import DEBUG_HELP
+from keras_albert.cli import DEBUG_HELP, run_tool
 from keras_albert.finetuning.driver import FinetuningOptions, finetune
 from keras_albert.training import pretraining, pretraining_intervals
 from keras_albert.training.loop import TrainingLoop
@@ -63,6 +63,22 @@ def test_missing_checkpoint_is_not_found_and_writes_nothing(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def test_keras_hub_preset_of_a_wordpiece_vocabulary_leaves_nothing(tmp_path):
+    from keras_albert import AlbertBackbone, AlbertClassifier
+
+    AlbertClassifier(
+        AlbertBackbone.from_albert_config(AlbertConfig(**TINY_30K)), num_classes=2
+    ).save(tmp_path / "best.keras")
+    vocabulary = REPO / "tests" / "data" / "zh" / "vocab_chinese.txt"
+    result = run(
+        "convert_checkpoint", tmp_path / "best.keras", tmp_path / "preset", "--to", "keras_hub",
+        "--vocabulary", vocabulary,
+    )  # fmt: skip
+    line = error_line(result)
+    assert "`--vocabulary` must be a SentencePiece model for a keras-hub preset" in line
+    assert os.listdir(tmp_path) == ["best.keras"]  # no preset, no temporary beside it
+
+
 def test_pretraining_data_from_nothing_usable_writes_no_shard(tmp_path):
     (tmp_path / "empty.txt").write_bytes(b"")
     (tmp_path / "binary.bin").write_bytes(bytes(range(256)) * 64)
@@ -99,7 +115,7 @@ def test_finetuning_output_dir_that_is_a_file(tmp_path):
         "--output-dir", taken,
     )  # fmt: skip
     line = error_line(result)
-    assert "`output_dir` must be a directory" in line and str(taken) in line
+    assert "`--output-dir` must be a directory" in line and str(taken) in line
     assert taken.read_text() == "keep me"
 
 
@@ -111,7 +127,7 @@ def test_finetuning_data_that_is_a_directory(tmp_path):
     )  # fmt: skip
     line = error_line(result)
     assert line == (
-        f"error: `train_data` must be a file, not a directory. Received: train_data='{tmp_path}'"
+        f"error: `--train-data` must be a file, not a directory. Received: train_data='{tmp_path}'"
     )
 
 
@@ -207,3 +223,59 @@ def test_every_tool_documents_debug_and_runs_through_run_tool():
         assert 'if __name__ == "__main__":\n    run_tool(main)' in source, name
         help_text = " ".join(load_tool(name).build_parser().format_help().split())
         assert DEBUG_HELP in help_text, name
+
+
+# ----------------------------------------------------------------------------------------------
+# Words: each error names the flag to change, the path and what it should have been.
+
+
+def run_in_process(tool: str, argv: list[str], capsys) -> str:
+    """The one error line of `tool` run by `run_tool` in this process (exit status 1)."""
+    with pytest.raises(SystemExit) as exit_info:
+        run_tool(load_tool(tool).main, [str(arg) for arg in argv])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 1 and err.count("\n") == 1, err
+    return err.strip()
+
+
+def finetuning_argv(tmp_path) -> list:
+    tiny = tmp_path / "albert_config.json"
+    AlbertConfig(**TINY_30K).to_json(str(tiny))  # max_sequence_length 32
+    split = os.path.join(GLUE_DATA, "sst2_{}.tsv")
+    return [
+        "--task", "SST-2", "--train-data", split.format("train"), "--eval-data",
+        split.format("dev"), "--config", tiny, "--vocabulary", ALBERT_SPM,
+        "--output-dir", tmp_path / "run", "--batch-size", "4", "--verbose", "0",
+    ]  # fmt: skip
+
+
+def test_a_sequence_length_beyond_the_model_names_its_flag(tmp_path, capsys):
+    line = run_in_process("finetune", [*finetuning_argv(tmp_path), "--sequence-length", 64], capsys)
+    assert line == (
+        "error: `--sequence-length` must be at most the model's max_sequence_length, 32. "
+        "Received: sequence_length=64"
+    )
+
+
+def test_a_changed_option_names_the_flags_that_start_over(tmp_path, capsys):
+    argv = [*finetuning_argv(tmp_path), "--sequence-length", 16, "--train-steps", 2]
+    assert load_tool("finetune").main([str(arg) for arg in argv]) == 0
+    line = run_in_process("finetune", [*argv, "--seed", 7], capsys)
+    assert "holds a run with other options (seed: " in line
+    assert line.endswith("Use another `--output-dir` or `--force` to start over.")
+
+
+def test_an_export_to_a_file_says_a_directory_was_expected(tmp_path, capsys):
+    taken = tmp_path / "exports"
+    taken.write_text("keep me")
+    argv = [tmp_path / "best.keras", "--output-dir", taken, "--name", "sst2"]
+    assert run_in_process("export_saved_model", argv, capsys) == (
+        "error: `--output-dir` must be a directory (or a path where one can be made), but "
+        f"'{taken}' is a file. Received: output_dir='{taken}'"
+    )
+    assert taken.read_text() == "keep me"
+
+
+def test_help_shows_the_tab_delimiter():
+    help_text = " ".join(load_tool("finetune").build_parser().format_help().split())
+    assert "generic task: the field separator. (default: '\\t')" in help_text

@@ -29,6 +29,7 @@ from keras_albert.convert import (  # noqa: E402
     MODEL_KINDS,
     find_vocabulary,
     load_checkpoint,
+    resolve_normalization,
     save_checkpoint,
 )
 from keras_albert.convert.checkpoints import WRITE_FORMATS  # noqa: E402
@@ -52,6 +53,10 @@ class ConvertOptions:
         to: the written format; auto: .keras / .weights.h5 by extension, else Hugging Face.
         vocabulary: the tokenizer (a SentencePiece model) a keras-hub preset carries;
             default: the one beside the source (or named by its run.json).
+        lowercase: the keras-hub preset's tokenizer lowercases (written into its SentencePiece
+            model); default: as recorded with the source (run.json or summary.json), else true.
+        strip_accents: the keras-hub preset's tokenizer drops combining marks; default: as
+            recorded with the source, else true.
     """
 
     source: str = dataclasses.field(metadata={"flag": False})
@@ -62,6 +67,8 @@ class ConvertOptions:
     num_classes: int | None = None
     to: Literal[WRITE_FORMATS] = "auto"
     vocabulary: str | None = dataclasses.field(default=None, metadata=VOCABULARY_METADATA)
+    lowercase: bool | None = None
+    strip_accents: bool | None = None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -95,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         options.destination,
         format=options.to,
         vocabulary=options.vocabulary or find_vocabulary(options.source),
+        **resolve_normalization(options.source, options.lowercase, options.strip_accents),
     )
     print(
         f"wrote {type(model).__name__} ({model.count_params():,} parameters) to "

@@ -41,6 +41,7 @@ from keras_albert.cli import (  # noqa: E402
     run_tool,
     with_debug_help,
 )
+from keras_albert.directories import require_directory  # noqa: E402
 from keras_albert.export import BatchingParameters, export_checkpoint  # noqa: E402
 from keras_albert.export.tfhub import export_tfhub_checkpoint  # noqa: E402
 from keras_albert.export.tflite import TFLITE_PRECISIONS, export_tflite_checkpoint  # noqa: E402
@@ -159,6 +160,7 @@ def _given_task_flags(args: argparse.Namespace) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     options = options_from_args(args, ExportOptions, checkpoint=args.checkpoint)
+    require_directory("output_dir", options.output_dir)  # before the checkpoint is read
     task_options = task_options_from_args(args)
     if options.format != "savedmodel":
         _require_format_options(options, _given_task_flags(args))

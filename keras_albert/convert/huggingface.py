@@ -25,7 +25,7 @@ from keras_albert.models import (
 )
 from keras_albert.models.backbone import shared_blocks
 from keras_albert.models.question_answerer import AlbertQuestionAnswerer
-from keras_albert.text.files import apply_umask
+from keras_albert.text.files import apply_umask, write_atomically
 
 # HF architecture name → the kind of model we build for it.
 HF_ARCHITECTURES = {
@@ -288,7 +288,12 @@ def _read_pytorch_bin(path: str) -> dict[str, np.ndarray]:
 
 
 def write_hf_directory(model, path: str | os.PathLike) -> None:
-    """Writes `config.json` + `model.safetensors` that `transformers` loads."""
+    """Writes `config.json` + `model.safetensors` that `transformers` loads, to `path`: a new
+    or empty directory (written beside, then renamed into place: a failure leaves nothing)."""
+    write_atomically(path, lambda directory: _write_hf_files(model, directory), directory=True)
+
+
+def _write_hf_files(model, path: str) -> None:
     from safetensors.numpy import save_file
 
     architecture = hf_architecture(model)
@@ -309,7 +314,6 @@ def write_hf_directory(model, path: str | os.PathLike) -> None:
             hf_config["label2id"] = {label: i for i, label in enumerate(model.labels)}
     if isinstance(model, (AlbertMultipleChoice, AlbertTokenClassifier)):
         hf_config["classifier_dropout_prob"] = model.dropout
-    os.makedirs(path, exist_ok=True)
     with open(os.path.join(path, "config.json"), "w", encoding="utf-8") as f:
         json.dump(hf_config, f, indent=2, sort_keys=True)
     tensors = hf_weights_from_model(model)

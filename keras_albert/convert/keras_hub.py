@@ -20,13 +20,16 @@ runs for layers g·L/G … (g+1)·L/G − 1, as ours). Its attention kernels are
 (EinsumDense `(hidden, heads, head_dim)`): the table reshapes them. Its `AlbertMaskedLM` has no
 sentence-order head (ours is then freshly initialized, and one printed line says so) and its
 MLM head's LayerNorm epsilon is 1e-5 where ours uses the backbone's: MLM logits differ by that.
+Its `AlbertTokenizer` runs SentencePiece alone, without the original's lowercasing and accent
+stripping: the written `vocabulary.spm` carries them in its own normalizer
+(`keras_albert.text.sentencepiece_model.with_albert_normalization`), so keras-hub tokenizes
+cased and accented text as ours does (but for the digit-comma re-split, which it lacks).
 """
 
 import datetime
 import importlib.metadata
 import json
 import os
-import shutil
 
 import keras
 import numpy as np
@@ -41,7 +44,9 @@ from keras_albert.convert.keras_hub_weights import (
 )
 from keras_albert.convert.name_table import assign_from_table, read_from_table
 from keras_albert.models import AlbertBackbone, AlbertClassifier, AlbertPretrainer
-from keras_albert.text.wordpiece import is_vocabulary
+from keras_albert.text.files import write_atomically
+from keras_albert.text.sentencepiece_model import with_albert_normalization
+from keras_albert.text.tokenizer import AlbertTokenizer
 
 # keras-hub class (config.json / task.json `class_name`) → the kind of model we build for it.
 KERAS_HUB_CLASSES = {
@@ -223,7 +228,11 @@ def _write_json(path: str, values: dict) -> None:
 
 
 def write_keras_hub_preset(
-    model, directory: str | os.PathLike, vocabulary: str | None = None
+    model,
+    directory: str | os.PathLike,
+    vocabulary: str | None = None,
+    lowercase: bool = True,
+    strip_accents: bool = True,
 ) -> None:
     """Writes `model` (an `AlbertBackbone`, `AlbertClassifier` or `AlbertPretrainer`) as a
     keras-hub preset directory that `keras_hub.models.AlbertBackbone.from_preset` (and
@@ -232,11 +241,14 @@ def write_keras_hub_preset(
     Args:
         model: the model; an `AlbertPretrainer` becomes an `AlbertMaskedLM` (its
             sentence-order head is not written: keras-hub has none).
-        directory: the preset directory (created).
+        directory: the preset directory: new or empty (it is written beside, then renamed
+            into place: a failure leaves nothing that loads).
         vocabulary: the tokenizer's SentencePiece model (keras-hub's ALBERT tokenizer has no
-            WordPiece form: a WordPiece vocabulary is refused), copied to
+            WordPiece form: a WordPiece vocabulary is refused), written to
             `assets/tokenizer/vocabulary.spm` with its `tokenizer.json` (and for a task its
             `preprocessor.json`); without it keras-hub loads the model but no preprocessor.
+        lowercase, strip_accents: the normalization the model was trained with
+            (`AlbertTokenizer`'s), written into `vocabulary.spm`'s own normalizer.
     """
     if isinstance(model, AlbertClassifier):
         head, task_class = "classification", "AlbertTextClassifier"
@@ -250,11 +262,34 @@ def write_keras_hub_preset(
             f"a keras-hub preset. Received: model={type(model).__name__}"
         )
     backbone = model if head is None else model.backbone
-    config = backbone.albert_config
-    _check_writable(config)
-    directory = os.fspath(directory)
-    os.makedirs(directory, exist_ok=True)
+    _check_writable(backbone.albert_config)
+    tokenizer_model = None
+    if vocabulary is not None:
+        tokenizer = AlbertTokenizer(vocabulary)  # one clear error for a file of another kind
+        if tokenizer.wordpiece:
+            raise ValueError(
+                "`vocabulary` must be a SentencePiece model for a keras-hub preset "
+                "(keras-hub's ALBERT tokenizer is SentencePiece only). Received: a WordPiece "
+                f"vocabulary, vocabulary={vocabulary!r}"
+            )
+        tokenizer_model = with_albert_normalization(
+            tokenizer.serialized_model, lowercase, strip_accents
+        )
+    write_atomically(
+        directory,
+        lambda path: _write_preset(path, model, head, task_class, tokenizer_model),
+        directory=True,
+        name="directory",
+    )
 
+
+def _write_preset(
+    directory: str, model, head: str | None, task_class: str | None, tokenizer_model: bytes | None
+) -> None:
+    """The preset's files in `directory`; `tokenizer_model` is the SentencePiece model to
+    write, its normalization already in it."""
+    backbone = model if head is None else model.backbone
+    config = backbone.albert_config
     backbone_json = _serialized(
         "AlbertBackbone",
         "albert_backbone",
@@ -291,14 +326,7 @@ def write_keras_hub_preset(
     )
 
     preprocessor_json = None
-    if vocabulary is not None:
-        with open(vocabulary, "rb") as file:
-            if is_vocabulary(file.read()):
-                raise ValueError(
-                    "`vocabulary` must be a SentencePiece model for a keras-hub preset "
-                    "(keras-hub's ALBERT tokenizer is SentencePiece only). Received: a WordPiece "
-                    f"vocabulary, vocabulary={vocabulary!r}"
-                )
+    if tokenizer_model is not None:
         tokenizer_json = _serialized(
             "AlbertTokenizer",
             "albert_tokenizer",
@@ -314,7 +342,8 @@ def write_keras_hub_preset(
         _write_json(os.path.join(directory, "tokenizer.json"), tokenizer_json)
         asset = os.path.join(directory, TOKENIZER_ASSET)
         os.makedirs(os.path.dirname(asset), exist_ok=True)
-        shutil.copyfile(vocabulary, asset)
+        with open(asset, "wb") as file:
+            file.write(tokenizer_model)
         if head is not None:
             class_name, module = _PREPROCESSORS[head]
             preprocessor_json = _serialized(

@@ -21,8 +21,6 @@ import dataclasses
 import errno
 import itertools
 import os
-import shutil
-import tempfile
 from collections.abc import Callable, Sequence
 
 import keras
@@ -31,6 +29,7 @@ from google.protobuf import text_format
 from tensorflow_serving.apis import prediction_log_pb2, regression_pb2
 from tensorflow_serving.config import model_server_config_pb2
 
+from keras_albert.directories import require_directory
 from keras_albert.export.modules import load_for_export, own_task_options, serving_module
 from keras_albert.serving.requests import (
     classify_request,
@@ -43,7 +42,7 @@ from keras_albert.serving.saved_model import (
     SERVING_DEFAULT,
     AlbertServingModule,
 )
-from keras_albert.text.files import apply_umask, write_text_atomically
+from keras_albert.text.files import apply_umask, temporary_sibling, write_text_atomically
 from keras_albert.text.tokenizer import AlbertTokenizer
 from keras_albert.validation import require_int, require_positive_int
 
@@ -94,6 +93,7 @@ def write_version(
     next free one. The version directory gets the process umask's permissions.
     """
     model_dir = os.fspath(model_dir)
+    require_directory("model_dir", model_dir)
     os.makedirs(model_dir, exist_ok=True)
     chosen = version is None
     if chosen:
@@ -101,8 +101,9 @@ def write_version(
     require_int("version", version, 0)
     _require_free(model_dir, version)
     # A leading dot and a non-integer name: the server's version scan skips it.
-    temporary = tempfile.mkdtemp(prefix=f".partial-{version}-", dir=model_dir)
-    try:
+    with temporary_sibling(
+        os.path.join(model_dir, str(version)), directory=True, prefix=f".partial-{version}-"
+    ) as temporary:
         write(temporary)
         apply_umask(temporary)  # mkdtemp's 0o700 would hide the version from the server's user
         while True:
@@ -119,9 +120,6 @@ def write_version(
                     _require_free(model_dir, version)
                     raise
                 version = next_version(model_dir)
-    except BaseException:
-        shutil.rmtree(temporary, ignore_errors=True)
-        raise
 
 
 def _require_free(model_dir: str, version: int) -> None:
@@ -350,6 +348,7 @@ def export_for_serving(
     module's own (`warmup_texts` are for text classifiers).
     """
     require_model_name(name)
+    require_directory("base_dir", base_dir)  # before the module is built
     module = serving_module(
         model,
         tokenizer,
@@ -418,6 +417,8 @@ def export_checkpoint(
     (`keras_albert.convert.resolve_normalization`); `options` are `export_for_serving`'s
     keyword arguments.
     """
+    if "base_dir" in options:
+        require_directory("base_dir", options["base_dir"])  # before the checkpoint is read
     if warmup_file is not None:
         texts, pairs = read_warmup_texts(warmup_file)
         options["warmup_texts"] = texts

@@ -40,6 +40,7 @@ import keras
 import tensorflow as tf
 
 from keras_albert.convert.model_garden import CONFIG_ASSET
+from keras_albert.directories import require_directory
 from keras_albert.export.modules import load_for_export
 from keras_albert.export.serving_layout import require_model_name
 from keras_albert.models import AlbertBackbone, AlbertPretrainer
@@ -50,6 +51,7 @@ from keras_albert.serving.saved_model import (
     model_task,
     sentencepiece_asset,
 )
+from keras_albert.text.files import write_atomically
 from keras_albert.text.packing import pack_segments
 from keras_albert.text.tokenizer import AlbertTokenizer
 
@@ -240,7 +242,8 @@ def export_tfhub(
     Args:
         model: an `AlbertBackbone`, or an `AlbertPretrainer` (the encoder gets `.mlm`).
         tokenizer: the model's tokenizer.
-        export_dir: the directory (created); `encoder/` and `preprocessor/` must not exist.
+        export_dir: the directory: new or empty (both SavedModels are written beside it, then
+            renamed into place together: a failure leaves neither).
         sequence_length: the preprocessor's default packed length; default 128, or the
             model's `max_sequence_length` if shorter.
     """
@@ -250,16 +253,12 @@ def export_tfhub(
         sequence_length = min(DEFAULT_SEQUENCE_LENGTH, config.max_sequence_length)
     sequence_length = checked_text_inputs(tokenizer, config, sequence_length)
     preprocessor = tfhub_preprocessor(tokenizer, sequence_length)
-    export_dir = os.fspath(export_dir)
-    for directory in (ENCODER_DIRECTORY, PREPROCESSOR_DIRECTORY):
-        path = os.path.join(export_dir, directory)
-        if tf.io.gfile.exists(path):
-            raise FileExistsError(
-                f"`export_dir` must not hold a {directory}/ already. Received: {path!r}"
-            )
-    tf.saved_model.save(encoder, os.path.join(export_dir, ENCODER_DIRECTORY))
-    tf.saved_model.save(preprocessor, os.path.join(export_dir, PREPROCESSOR_DIRECTORY))
-    return export_dir
+
+    def write(directory: str) -> None:
+        tf.saved_model.save(encoder, os.path.join(directory, ENCODER_DIRECTORY))
+        tf.saved_model.save(preprocessor, os.path.join(directory, PREPROCESSOR_DIRECTORY))
+
+    return write_atomically(export_dir, write, directory=True, name="export_dir")
 
 
 def export_tfhub_checkpoint(
@@ -280,6 +279,7 @@ def export_tfhub_checkpoint(
     run recorded; `model_kind` and `config` are `load_checkpoint`'s `model` and `config`.
     """
     require_model_name(name)
+    require_directory("base_dir", base_dir)  # before the checkpoint is read
     model, tokenizer = load_for_export(
         checkpoint, vocabulary, model_kind, config, lowercase=lowercase, strip_accents=strip_accents
     )

@@ -36,12 +36,14 @@ import os
 import keras
 import tensorflow as tf
 
+from keras_albert.directories import require_directory
 from keras_albert.export.modules import load_for_export, own_task_options, serving_module
 from keras_albert.export.serving_layout import require_model_name
 from keras_albert.serving.saved_model import (
     SENTENCEPIECE_ASSET,
     VOCABULARY_ASSET,
 )
+from keras_albert.text.files import write_atomically
 from keras_albert.text.tokenizer import AlbertTokenizer
 from keras_albert.validation import require_one_of
 
@@ -65,7 +67,8 @@ def export_tflite(
     Args:
         model: any keras_albert model `keras_albert.export.serving_module` serves.
         tokenizer: the model's tokenizer (its SentencePiece model is written beside).
-        export_dir: the directory.
+        export_dir: the directory: new or empty (written beside, then renamed into place: a
+            failure leaves nothing).
         task_options: the task serving module's own arguments (`num_choices` for multiple
             choice; the others do not change the token-id model).
         precision: "float32", or "int8" for dynamic-range int8 weights.
@@ -87,15 +90,16 @@ def export_tflite(
     if precision == "int8":
         converter.optimizations = [tf.lite.Optimize.DEFAULT]
     flatbuffer = converter.convert()
-    export_dir = os.fspath(export_dir)
-    os.makedirs(export_dir, exist_ok=True)
-    path = os.path.join(export_dir, TFLITE_FILE)
-    with open(path, "wb") as file:
-        file.write(flatbuffer)
     vocabulary_file = VOCABULARY_ASSET if tokenizer.wordpiece else SENTENCEPIECE_FILE
-    with open(os.path.join(export_dir, vocabulary_file), "wb") as file:
-        file.write(tokenizer.serialized_model)  # the file the tokenizer was built from
-    return path
+
+    def write(directory: str) -> None:
+        with open(os.path.join(directory, TFLITE_FILE), "wb") as file:
+            file.write(flatbuffer)
+        with open(os.path.join(directory, vocabulary_file), "wb") as file:
+            file.write(tokenizer.serialized_model)  # the file the tokenizer was built from
+
+    export_dir = write_atomically(export_dir, write, directory=True, name="export_dir")
+    return os.path.join(export_dir, TFLITE_FILE)
 
 
 def export_tflite_checkpoint(
@@ -118,6 +122,7 @@ def export_tflite_checkpoint(
     ("multiple_choice", ...) to its options, of which the loaded model's task takes its own.
     """
     require_model_name(name)
+    require_directory("base_dir", base_dir)  # before the checkpoint is read
     model, tokenizer = load_for_export(
         checkpoint, vocabulary, model_kind=model_kind, config=config, num_classes=num_classes
     )

@@ -1,11 +1,21 @@
-"""Writing finished text artifacts atomically (a reader never sees half a file), on any file
-system `tf.io.gfile` knows: local paths, `gs://` and the others TensorFlow registers."""
+"""Writing finished artifacts atomically (a reader never sees half of one): text on any file
+system `tf.io.gfile` knows (local paths, `gs://` and the others TensorFlow registers), and
+whole files or directories (a converted checkpoint, an export) written beside their path and
+renamed into place (`write_atomically`)."""
 
+from __future__ import annotations
+
+import contextlib
 import os
 import posixpath
+import shutil
+import tempfile
 import uuid
+from collections.abc import Callable, Iterator
 
 import tensorflow as tf
+
+from keras_albert.directories import first_existing, require_new_directory
 
 
 def write_text_atomically(path: str | os.PathLike, text: str) -> None:
@@ -64,3 +74,79 @@ def directory_of(path: str) -> str:
 def _join(directory: str, name: str) -> str:
     join = posixpath.join if is_remote(directory) else os.path.join
     return join(directory, name)
+
+
+@contextlib.contextmanager
+def temporary_sibling(
+    path: str | os.PathLike, directory: bool, prefix: str | None = None
+) -> Iterator[str]:
+    """A hidden temporary path beside `path` (the same file system, so that a rename moves it
+    into place): an empty directory when `directory`, else a free file name that ends as `path`
+    does (for writers that read the suffix: `.keras`, `.weights.h5`). It is removed if the
+    block raises; the block renames it."""
+    path = os.path.abspath(os.fspath(path))
+    parent, base = os.path.split(path)
+    os.makedirs(parent, exist_ok=True)
+    if directory:
+        temporary = tempfile.mkdtemp(prefix=prefix or f".partial-{base}-", dir=parent)
+    else:
+        temporary = os.path.join(parent, f"{prefix or '.partial-'}{uuid.uuid4().hex}-{base}")
+    try:
+        yield temporary
+    except BaseException:
+        if os.path.isdir(temporary) and not os.path.islink(temporary):
+            shutil.rmtree(temporary, ignore_errors=True)
+        elif os.path.lexists(temporary):
+            os.remove(temporary)
+        raise
+
+
+def write_atomically(
+    path: str | os.PathLike,
+    write: Callable[[str], object],
+    directory: bool,
+    name: str = "path",
+) -> str:
+    """Calls `write(temporary)` on a `temporary_sibling` of `path`, then renames it to `path`;
+    returns `path`. A failed `write` (or a process that dies) leaves nothing at `path` and, on
+    an exception, no temporary beside it.
+
+    A file replaces the one at `path`. A directory (`directory=True`, `write` fills the empty
+    temporary directory) goes where nothing is or an empty directory was: the rename cannot
+    replace one that holds files, and nothing here deletes what it did not write, so such a
+    `path` is refused (`name` in the message) before `write` runs. The result gets the process
+    umask's permissions. On a remote file system (`gs://`) there is no rename of a directory:
+    `write` writes `path` itself.
+    """
+    path = os.fspath(path)
+    if is_remote(path):
+        write(path)
+        return path
+    if directory:
+        require_new_directory(name, path)
+    elif os.path.isdir(path):
+        raise ValueError(
+            f"`{name}` must be a file name, not a directory. Received: {name}={path!r}"
+        )
+    elif not os.path.isdir(above := first_existing(os.path.dirname(os.path.abspath(path)))):
+        raise NotADirectoryError(
+            f"`{name}` must be a path below a directory, but {above!r} is a file. "
+            f"Received: {name}={path!r}"
+        )
+    with temporary_sibling(path, directory) as temporary:
+        write(temporary)
+        apply_umask(temporary)  # mkdtemp makes 0o700
+        if not directory:
+            os.replace(temporary, path)
+            return path
+        try:
+            os.rename(temporary, path)
+        except OSError as error:
+            if not os.path.isdir(path):
+                raise
+            # Something wrote into `path` while this was written.
+            raise FileExistsError(
+                f"`{name}` must be a new or empty directory, and {path!r} was filled while "
+                f"it was written ({error.strerror}); nothing of this write is left."
+            ) from None
+    return path

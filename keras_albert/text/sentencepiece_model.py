@@ -8,18 +8,26 @@ rule in Python; in the graph, `resplit_table` makes it a lookup per id where tha
 `split_digit_comma_graph` re-splits piece text where it is not. `AlbertTokenizer` holds the
 processor and the TF Text tokenizer and calls these; `keras_albert.text.offsets` calls
 `split_digit_comma` too, to give each part of a re-split piece its characters.
+
+`with_albert_normalization` writes steps 1-3 (`keras_albert.text.normalization`) into the
+model's own normalizer, for tokenizers that run SentencePiece alone (keras-hub's).
 """
 
 from __future__ import annotations
 
+import collections
+import functools
 import os
+import re
+import sys
 
 import numpy as np
 import sentencepiece as spm
 import tensorflow as tf
 import tensorflow_text as tf_text
+from sentencepiece import sentencepiece_model_pb2
 
-from keras_albert.text.normalization import digit_class
+from keras_albert.text.normalization import digit_class, normalize_text
 from keras_albert.text.packing import concat_rows
 
 SPIECE_UNDERLINE = "\u2581"
@@ -49,6 +57,20 @@ def load_processor(model: bytes, proto: str | os.PathLike | bytes) -> spm.Senten
             f"SentencePiece model file (a text file? cut short?) ({detail})"
         ) from None
     return processor
+
+
+# A line of SentencePiece's text vocabulary (the `.vocab` written beside each `.model`).
+_TEXT_VOCABULARY_LINE = re.compile(r"[^\t]+\t-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?")
+
+
+def is_text_vocabulary(data: bytes) -> bool:
+    """Whether `data` is SentencePiece's text vocabulary (`<piece>\\t<score>` per line, the
+    `.vocab` the trainer writes beside the `.model`), which a tokenizer cannot load."""
+    try:
+        lines = [line for line in data.decode("utf-8").split("\n")[:1000] if line]
+    except UnicodeDecodeError:
+        return False
+    return bool(lines) and all(_TEXT_VOCABULARY_LINE.fullmatch(line) for line in lines)
 
 
 def special_piece_ids(processor: spm.SentencePieceProcessor) -> dict[str, int]:
@@ -148,3 +170,86 @@ def split_digit_comma_graph(
     order = tf.where(match, match_index, tf.range(num_pieces))
     expanded = tf.gather(rows, order)  # (num_pieces, None)
     return pieces.with_flat_values(expanded).merge_dims(1, 2)
+
+
+@functools.cache
+def _normalized_characters(lowercase: bool, strip_accents: bool) -> dict[str, str]:
+    """Every character that the original normalization changes → what it becomes (whitespace
+    → " ", which SentencePiece's own whitespace rule then collapses as ours does)."""
+    changed = {}
+    for code_point in range(1, sys.maxunicode + 1):
+        if 0xD800 <= code_point <= 0xDFFF:
+            continue  # surrogates are no characters of UTF-8 text
+        character = chr(code_point)
+        normalized = (
+            " "
+            if character.isspace()
+            else normalize_text(character, lowercase=lowercase, strip_accents=strip_accents)
+        )
+        if normalized != character:
+            changed[character] = normalized
+    return changed
+
+
+def with_albert_normalization(
+    model: bytes, lowercase: bool = True, strip_accents: bool = True
+) -> bytes:
+    """The serialized SentencePiece `model` with a normalizer that runs the original ALBERT
+    normalization (whitespace, NFKD without combining characters, lowercasing, as `lowercase`
+    and `strip_accents` say) before the model's own, so that a tokenizer that runs SentencePiece
+    alone (keras-hub's `AlbertTokenizer`, TF Text's `SentencepieceTokenizer`) gives
+    `AlbertTokenizer`'s pieces.
+
+    SentencePiece's normalizer is a character map (the longest matching sequence first), then
+    its whitespace rule. The new map sends each character to the model's normalization of ours
+    of it, and each sequence the model's own map composes (a letter and its combining marks,
+    Hangul jamo), also after a capital that lowercases to its first letter, to the model's
+    normalization of ours of the sequence. Not expressible in a map, and so not written: the
+    digit-comma re-split (a step after SentencePiece: "1999," stays one piece "▁1999,"),
+    `str.lower`'s final sigma (a capital sigma that ends a word becomes "ς": it depends on the
+    letters around it) and user-defined pieces written out in the text (SentencePiece matches
+    them before its map, ours after lowercasing). The tests compare every character between
+    two letters.
+    """
+    proto = sentencepiece_model_pb2.ModelProto()
+    proto.ParseFromString(model)
+    # The model's map alone: no dummy prefix, no escaped or collapsed whitespace (the new
+    # normalizer keeps the model's whitespace rules and applies them once, after the map).
+    own = spm.SentencePieceNormalizer(
+        model_proto=model,
+        add_dummy_prefix=False,
+        escape_whitespaces=False,
+        remove_extra_whitespaces=False,
+    )
+    own_map = dict(own.Decompile())
+    characters = _normalized_characters(lowercase, strip_accents)
+
+    def ours(text: str) -> str:
+        return own.Normalize("".join(characters.get(character, character) for character in text))
+
+    mapping = {key: value for key, value in own_map.items() if len(key) == 1}
+    mapping.update((character, own.Normalize(text)) for character, text in characters.items())
+    capitals = collections.defaultdict(list)  # "a" → ["A"]: what lowercases to one letter
+    for character, text in characters.items():
+        if len(text) == 1 and not text.isspace():
+            capitals[text].append(character)
+    for key in own_map:
+        if len(key) > 1:
+            for first in (key[0], *capitals[key[0]]):
+                mapping[first + key[1:]] = ours(first + key[1:])
+    spm.set_min_log_level(1)  # not the builder's INFO lines on stderr
+    try:
+        compiled = spm.SentencePieceNormalizer(
+            norm_map=sorted((key, value) for key, value in mapping.items() if key != value)
+        )
+    finally:
+        spm.set_min_log_level(0)  # SentencePiece's default
+    normalizer = sentencepiece_model_pb2.NormalizerSpec()
+    normalizer.ParseFromString(compiled.serialized_normalizer_spec())
+    # The name says what the map does (SentencePiece reads only the map).
+    steps = [
+        name for name, on in (("lowercase", lowercase), ("strip_accents", strip_accents)) if on
+    ]
+    proto.normalizer_spec.name = "+".join([proto.normalizer_spec.name, "albert", *steps])
+    proto.normalizer_spec.precompiled_charsmap = normalizer.precompiled_charsmap
+    return proto.SerializeToString()

@@ -47,13 +47,20 @@ from keras_albert.text.normalization import normalize_text, normalize_text_graph
 from keras_albert.text.packing import AlbertPacker
 from keras_albert.text.sentencepiece_model import (
     SPIECE_UNDERLINE,
+    is_text_vocabulary,
     load_processor,
     resplit_table,
     special_piece_ids,
     split_digit_comma,
     split_digit_comma_graph,
 )
-from keras_albert.text.wordpiece import SPECIAL_TOKENS, Wordpiece, is_vocabulary, parse_vocabulary
+from keras_albert.text.wordpiece import (
+    SPECIAL_TOKENS,
+    Wordpiece,
+    is_vocabulary,
+    missing_special_tokens,
+    parse_vocabulary,
+)
 
 # google-research/albert `create_pretraining_data._is_start_piece`: besides "▁"-pieces, pieces
 # starting with "<" and single ASCII punctuation pieces begin a word for whole-word masking.
@@ -80,6 +87,41 @@ def _load_model(proto: str | os.PathLike | bytes) -> bytes:
         )
     with tf.io.gfile.GFile(path, "rb") as file:
         return file.read()
+
+
+def _listed(names) -> str:
+    names = list(names)
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def _not_a_vocabulary(model: bytes, proto) -> ValueError:
+    """What a file that is neither a SentencePiece model nor a WordPiece vocabulary is instead."""
+    source = os.fspath(proto) if not isinstance(proto, bytes) else f"<{len(proto)} bytes>"
+    missing = missing_special_tokens(model)
+    if not model:
+        why = "an empty file"
+    elif missing is None:
+        why = "a binary file that SentencePiece cannot read (cut short?)"
+    elif is_text_vocabulary(model):
+        model_file = os.path.splitext(source)[0] + ".model"
+        beside = not isinstance(proto, bytes) and tf.io.gfile.exists(model_file)
+        why = (
+            "SentencePiece's text vocabulary (a piece and its score per line), not its model: "
+            + (
+                f"did you mean the .model beside it, {model_file!r}?"
+                if beside
+                else "give the .model file SentencePiece wrote with it"
+            )
+        )
+    elif len(missing) == len(SPECIAL_TOKENS):
+        why = "text with none of the special tokens of a WordPiece vocabulary"
+    else:
+        why = f"a WordPiece vocabulary without {_listed(missing)}"
+    return ValueError(
+        "`vocabulary` must be a SentencePiece model (a binary .model file) or a WordPiece "
+        "vocabulary (UTF-8 text, one token per line, with "
+        f"{_listed(SPECIAL_TOKENS.values())}). Received: vocabulary={source!r}, {why}"
+    )
 
 
 class AlbertTokenizer(tf.Module):
@@ -153,7 +195,12 @@ class AlbertTokenizer(tf.Module):
             self._init_wordpiece(proto)
             return
         self._wordpiece = None
-        self._processor = load_processor(model, proto)
+        try:
+            self._processor = load_processor(model, proto)
+        except ValueError:
+            if wordpiece is not None:  # the caller said which kind: its own error
+                raise
+            raise _not_a_vocabulary(model, proto) from None
         special = special_piece_ids(self._processor)
         self.pad_id = special["pad"]
         self.unk_id = special["unk"]

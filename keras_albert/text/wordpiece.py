@@ -87,14 +87,20 @@ def is_vocabulary(data: bytes) -> bool:
     """Whether `data` is a WordPiece vocabulary: UTF-8 text without NUL whose lines include
     `[PAD]`, `[UNK]`, `[CLS]`, `[SEP]` and `[MASK]`. A SentencePiece model is a protobuf,
     whose float scores and length prefixes make it neither valid UTF-8 nor NUL-free."""
+    return missing_special_tokens(data) == []
+
+
+def missing_special_tokens(data: bytes) -> list[str] | None:
+    """The `SPECIAL_TOKENS` that no line of `data` holds, in their order; `None` when `data` is
+    not text (not UTF-8, or with NUL), so no vocabulary at all."""
     if b"\x00" in data:
-        return False
+        return None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        return False
+        return None
     lines = {line.strip() for line in text.split("\n")}
-    return all(token in lines for token in SPECIAL_TOKENS.values())
+    return [token for token in SPECIAL_TOKENS.values() if token not in lines]
 
 
 def parse_vocabulary(data: bytes) -> list[str]:

@@ -2,7 +2,9 @@
 
 Ours → `save_checkpoint(format="keras_hub")` → `keras_hub.models.*.from_preset`, and keras-hub's
 own `save_to_preset` → `load_checkpoint`: the same outputs (1e-5) on real SST-2 sentences
-tokenized with the real 30k SentencePiece model, and the same token ids from both tokenizers.
+tokenized with the real 30k SentencePiece model, and the same token ids from both tokenizers
+(cased and accented text too: the preset's SentencePiece model lowercases and strips accents
+itself).
 Tiny widths, the real vocabulary; every weight random (biases and LayerNorm too), so that a
 mis-mapped tensor shows.
 """
@@ -26,6 +28,16 @@ from tests.text.text_data import ALBERT_MODEL, load_sst2_dev
 ATOL = 1e-5
 SEQUENCE_LENGTH = 64
 NUM_SENTENCES = 32
+# Text that keras-hub's tokenizer, which runs SentencePiece alone, gets wrong unless the preset's
+# SentencePiece model lowercases and strips accents as ours does.
+CASED_AND_ACCENTED = [
+    "A Charming Journey.",
+    "ÉCOLE NORMALE SUPÉRIEURE, Paris",
+    "Café Crème at the Ærøskøbing Ñandú",
+    "naïve façade: Ångström, Straße, İstanbul",
+    "Ｆｕｌｌｗｉｄｔｈ ＡＢＣ and the ﬁ ligature",
+    "Tab\tand\u3000ideographic  spaces,   Zürich\n",
+]
 # Two groups of two blocks over four layers: the group order and the block numbering in the
 # weights file both matter.
 SIZES = dict(
@@ -105,18 +117,30 @@ def test_keras_hub_loads_our_classifier_preset(written_preset, our_classifier, i
 
 
 def test_keras_hub_preprocessor_of_our_preset_packs_our_ids(written_preset, sentences):
-    # keras-hub's AlbertTokenizer neither lowercases nor strips accents; ours follows the
-    # original recipe (both) unless told. SST-2 is lowercase: keeping accents, ids agree.
     preprocessor = keras_hub.models.AlbertTextClassifierPreprocessor.from_preset(
         str(written_preset), sequence_length=SEQUENCE_LENGTH
     )
-    theirs = preprocessor(tf.constant(sentences))
-    tokenizer = AlbertTokenizer(ALBERT_MODEL, strip_accents=False)
-    ours = tokenizer.packer(SEQUENCE_LENGTH)(tokenizer(tf.constant(sentences)))
+    texts = tf.constant(sentences + CASED_AND_ACCENTED)
+    theirs = preprocessor(texts)
+    tokenizer = AlbertTokenizer(ALBERT_MODEL)
+    ours = tokenizer.packer(SEQUENCE_LENGTH)(tokenizer(texts))
     for name in ("token_ids", "segment_ids", "padding_mask"):
         np.testing.assert_array_equal(
             np.asarray(theirs[name]).astype("int32"), np.asarray(ours[name]).astype("int32")
         )
+
+
+def test_keras_hub_tokenizer_of_our_preset_gives_our_ids_on_cased_and_accented_text(
+    written_preset,
+):
+    theirs = keras_hub.models.AlbertTokenizer.from_preset(str(written_preset))
+    ours = AlbertTokenizer(ALBERT_MODEL)
+    assert ours.encode("A Charming Journey.") == [21, 13275, 2998, 9]  # ▁a ▁charming ▁journey .
+    for text in CASED_AND_ACCENTED:
+        assert [int(i) for i in theirs(text)] == ours.encode(text), text
+    # The SentencePiece model as released: keras-hub makes "<unk>" (1) of the capitals.
+    released = keras_hub.models.AlbertTokenizer(proto=str(ALBERT_MODEL))
+    assert 1 in [int(i) for i in released("A Charming Journey.")]
 
 
 def test_tokenizers_differ_only_by_accent_stripping():
@@ -215,6 +239,27 @@ def test_converter_tool_writes_a_keras_hub_preset(tmp_path, our_classifier, inpu
     theirs = keras_hub.models.AlbertTextClassifier.from_preset(str(tmp_path / "hub"))
     np.testing.assert_allclose(theirs(inputs), our_classifier(inputs), atol=ATOL, rtol=0)
     assert theirs.preprocessor is not None  # the tokenizer found beside the checkpoint
+    packed = theirs.preprocessor(tf.constant(["A Charming Journey."]))
+    assert np.asarray(packed["token_ids"])[0, :6].tolist() == [2, 21, 13275, 2998, 9, 3]
+
+
+def test_converter_tool_keeps_the_case_a_cased_run_recorded(tmp_path, our_classifier):
+    (tmp_path / "run").mkdir()
+    our_classifier.save(tmp_path / "run" / "best.keras")
+    (tmp_path / "run" / "tokenizer.model").write_bytes(ALBERT_MODEL.read_bytes())
+    (tmp_path / "run" / "summary.json").write_text('{"lowercase": false}')
+    convert = load_tool("convert_checkpoint").main
+    assert (
+        convert([str(tmp_path / "run" / "best.keras"), str(tmp_path / "hub"), "--to", "keras_hub"])
+        == 0
+    )
+    theirs = keras_hub.models.AlbertTokenizer.from_preset(str(tmp_path / "hub"))
+    cased = AlbertTokenizer(ALBERT_MODEL, lowercase=False)
+    for text in CASED_AND_ACCENTED:
+        assert [int(i) for i in theirs(text)] == cased.encode(text), text
+    assert cased.encode("A Charming Journey.") != AlbertTokenizer(ALBERT_MODEL).encode(
+        "A Charming Journey."
+    )
 
 
 def test_writer_refuses_what_keras_hub_cannot_hold(tmp_path):

@@ -206,3 +206,19 @@ def test_classifier_is_refused(tmp_path, backbone, tokenizer):
 
     with pytest.raises(TypeError, match="must be an AlbertBackbone or AlbertPretrainer"):
         export_tfhub(AlbertClassifier(backbone, num_classes=2), tokenizer, tmp_path / "c")
+
+
+def test_a_failed_export_leaves_neither_savedmodel(tmp_path, backbone, tokenizer, monkeypatch):
+    save, written = tf.saved_model.save, []
+
+    def full_disk_at_the_preprocessor(obj, path, *args, **kwargs):
+        written.append(os.path.basename(path))
+        if len(written) == 2:
+            raise OSError("No space left on device")
+        return save(obj, path, *args, **kwargs)
+
+    monkeypatch.setattr(tf.saved_model, "save", full_disk_at_the_preprocessor)
+    with pytest.raises(OSError, match="No space left"):
+        export_tfhub(backbone, tokenizer, tmp_path / "albert")
+    assert written == ["encoder", "preprocessor"]  # the encoder was written, then removed
+    assert os.listdir(tmp_path) == []

@@ -116,3 +116,13 @@ def test_tfsm_layer_loads_the_string_in_export(tmp_path, classifier, tokenizer, 
     text = keras.Input(shape=(), dtype="string", name="text")
     model = keras.Model(text, layer(text)["probabilities"])
     np.testing.assert_allclose(model(tf.constant(sentences)), expected, atol=ATOL, rtol=0)
+
+
+def test_a_failed_export_leaves_no_model(tmp_path, classifier, tokenizer, monkeypatch):
+    # model.tflite is written, then the tokenizer's file cannot be.
+    monkeypatch.setattr(
+        "keras_albert.export.tflite.SENTENCEPIECE_FILE", os.path.join("missing", "spm.model")
+    )
+    with pytest.raises(FileNotFoundError):
+        export_tflite(classifier, tokenizer, tmp_path / "sst2")
+    assert os.listdir(tmp_path) == []

@@ -328,30 +328,68 @@ def test_missing_model_file(tmp_path):
         AlbertTokenizer(42)
 
 
-@pytest.mark.parametrize(
-    "content", [b"", b"not a sentencepiece model", ALBERT_MODEL.read_bytes()[:5000]]
+EXPECTED_VOCABULARY = (
+    "`vocabulary` must be a SentencePiece model (a binary .model file) or a WordPiece "
+    "vocabulary (UTF-8 text, one token per line, with [PAD], [UNK], [CLS], [SEP] and [MASK]). "
 )
-def test_corrupt_model_file(tmp_path, content):
+
+
+@pytest.mark.parametrize(
+    "content, why",
+    [
+        (b"", "an empty file"),
+        (b"not a sentencepiece model", "text with none of the special tokens of a WordPiece"),
+        (ALBERT_MODEL.read_bytes()[:5000], "a binary file that SentencePiece cannot read"),
+    ],
+)
+def test_corrupt_model_file(tmp_path, content, why):
     path = tmp_path / "corrupt.model"
     path.write_bytes(content)
-    with pytest.raises(ValueError, match="Could not load a SentencePiece model from .*corrupt"):
+    with pytest.raises(ValueError) as error:
         AlbertTokenizer(path)
-    with pytest.raises(ValueError, match="Could not load a SentencePiece model"):
+    assert str(error.value).startswith(f"{EXPECTED_VOCABULARY}Received: vocabulary='{path}', {why}")
+    with pytest.raises(ValueError, match=f"Received: vocabulary='<{len(content)} bytes>', {why}"):
         AlbertTokenizer(content)
+    with pytest.raises(ValueError, match="Could not load a SentencePiece model"):
+        AlbertTokenizer(path, wordpiece=False)  # asked for SentencePiece: its own error
 
 
-def test_a_text_file_or_a_directory_is_no_sentencepiece_model(tmp_path):
-    # Prose, not a WordPiece vocabulary (no [CLS], [SEP], ...): read as a SentencePiece model.
+def text_vocabulary(path) -> None:
+    """SentencePiece's `.vocab` of the 30k model: a piece and its score per line."""
+    processor = spm.SentencePieceProcessor(model_file=str(ALBERT_MODEL))
+    lines = [
+        f"{processor.id_to_piece(i)}\t{processor.get_score(i):g}"
+        for i in range(processor.get_piece_size())
+    ]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def test_a_sentencepiece_text_vocabulary_names_the_model_beside_it(tmp_path):
+    text_vocabulary(tmp_path / "30k-clean.vocab")
+    with pytest.raises(ValueError) as error:
+        AlbertTokenizer(tmp_path / "30k-clean.vocab")
+    assert str(error.value) == (
+        f"{EXPECTED_VOCABULARY}Received: vocabulary='{tmp_path / '30k-clean.vocab'}', "
+        "SentencePiece's text vocabulary (a piece and its score per line), not its model: give "
+        "the .model file SentencePiece wrote with it"
+    )
+    (tmp_path / "30k-clean.model").write_bytes(ALBERT_MODEL.read_bytes())
+    with pytest.raises(ValueError) as error:
+        AlbertTokenizer(tmp_path / "30k-clean.vocab")
+    assert str(error.value).endswith(
+        f"not its model: did you mean the .model beside it, '{tmp_path / '30k-clean.model'}'?"
+    )
+
+
+def test_a_text_file_or_a_directory_is_no_vocabulary(tmp_path):
     vocabulary = tmp_path / "notes.txt"
     vocabulary.write_text("the\nquick brown fox\n")
     with pytest.raises(ValueError) as error:
         AlbertTokenizer(vocabulary)
-    message = str(error.value)
-    assert message.startswith(
-        f"Could not load a SentencePiece model from '{vocabulary}': it is not a SentencePiece "
-        "model file"
+    assert str(error.value) == (
+        f"{EXPECTED_VOCABULARY}Received: vocabulary='{vocabulary}', text with none of the "
+        "special tokens of a WordPiece vocabulary"
     )
-    assert "\n" not in message  # one line
     with pytest.raises(ValueError) as error:
         AlbertTokenizer(tmp_path)
     assert str(error.value) == (

@@ -293,8 +293,8 @@ def test_vocabulary_told_apart_from_a_sentencepiece_model():
         AlbertTokenizer(data, wordpiece=False)
     with pytest.raises(ValueError, match="Could not read a WordPiece vocabulary"):
         AlbertTokenizer(ALBERT_MODEL, wordpiece=True)
-    # Text without the special tokens is no vocabulary; read as a model, it is no model.
-    with pytest.raises(ValueError, match="Could not load a SentencePiece model"):
+    # Text without the special tokens is no vocabulary; the error says which ones it lacks.
+    with pytest.raises(ValueError, match=r"a WordPiece vocabulary without \[MASK\]$"):
         AlbertTokenizer(b"[PAD]\n[UNK]\n[CLS]\n[SEP]\nfoo\n")
     with pytest.raises(ValueError, match=r"lacks the special tokens \['\[MASK\]'\]"):
         AlbertTokenizer(b"[PAD]\n[UNK]\n[CLS]\n[SEP]\nfoo\n", wordpiece=True)
@@ -302,6 +302,19 @@ def test_vocabulary_told_apart_from_a_sentencepiece_model():
         AlbertTokenizer(data, normalize_quotes=True)
     with pytest.raises(TypeError, match="`wordpiece` must be a bool or None"):
         AlbertTokenizer(data, wordpiece="yes")
+
+
+def test_a_vocabulary_without_mask_names_what_it_lacks(tmp_path):
+    path = tmp_path / "vocab.txt"
+    lines = VOCABULARY.read_text(encoding="utf-8").split("\n")
+    path.write_text("\n".join(line for line in lines if line != "[MASK]"), encoding="utf-8")
+    with pytest.raises(ValueError) as error:
+        AlbertTokenizer(path)
+    assert str(error.value) == (
+        "`vocabulary` must be a SentencePiece model (a binary .model file) or a WordPiece "
+        "vocabulary (UTF-8 text, one token per line, with [PAD], [UNK], [CLS], [SEP] and "
+        f"[MASK]). Received: vocabulary='{path}', a WordPiece vocabulary without [MASK]"
+    )
 
 
 def test_cased_vocabulary_options_match_hugging_face():
