@@ -44,7 +44,7 @@ from keras_albert.cli import (  # noqa: E402
 )
 from keras_albert.convert import MODEL_KINDS  # noqa: E402
 from keras_albert.export import BatchingParameters, export_checkpoint  # noqa: E402
-from keras_albert.export.precision import PRECISIONS  # noqa: E402
+from keras_albert.export.precision import SERVING_PRECISIONS  # noqa: E402
 from keras_albert.export.tfhub import export_tfhub_checkpoint  # noqa: E402
 from keras_albert.export.tflite import TFLITE_PRECISIONS, export_tflite_checkpoint  # noqa: E402
 from keras_albert.finetuning.race import defaults as race_defaults  # noqa: E402
@@ -126,7 +126,7 @@ class ExportOptions:
     max_batch_size: int = BatchingParameters.max_batch_size
     precision: str = dataclasses.field(
         default="float32",
-        metadata={"choices": tuple(dict.fromkeys(PRECISIONS + TFLITE_PRECISIONS))},
+        metadata={"choices": tuple(dict.fromkeys(SERVING_PRECISIONS + TFLITE_PRECISIONS))},
     )
     num_layers: int | None = None
     doc_stride: int = squad_defaults.DOC_STRIDE

@@ -16,7 +16,7 @@ from keras_albert.finetuning.glue.specs import TaskSpec, generic_task, get_task
 from keras_albert.finetuning.race import defaults as race_defaults
 from keras_albert.finetuning.squad import defaults as squad_defaults
 from keras_albert.models.question_answerer import ANSWERABILITY
-from keras_albert.training.options import PRECISIONS
+from keras_albert.training.precision import PRECISIONS
 from keras_albert.validation import (
     require_exactly_one,
     require_given,

@@ -10,6 +10,7 @@ import dataclasses
 import math
 
 from keras_albert.cli import VOCABULARY_METADATA, parse_bool_or_auto
+from keras_albert.training.precision import PRECISIONS
 from keras_albert.validation import (
     require_any,
     require_divisible,
@@ -21,9 +22,6 @@ from keras_albert.validation import (
 )
 
 _VERBOSITY = {"choices": (0, 1, 2)}
-# What `precision` may be, for both drivers (`strategy.choose_precision_policy` says what each
-# means; None: the device's default).
-PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16", "auto")
 
 
 @dataclasses.dataclass(frozen=True)
