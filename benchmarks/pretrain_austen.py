@@ -79,7 +79,7 @@ def timed_steps(options: MainJobOptions, minutes: float) -> int:
 
 def most_frequent_token_baseline(options: MainJobOptions) -> dict:
     """Accuracy of always predicting the held-out split's most frequent masked token."""
-    from keras_albert.text.pretraining.dataset import make_pretraining_dataset
+    from keras_albert.pretraining.data.dataset import make_pretraining_dataset
 
     dataset = make_pretraining_dataset(
         options.path("pretraining_data", "eval-*.tfrecord"),

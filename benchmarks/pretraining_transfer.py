@@ -70,7 +70,7 @@ def _write_json(path: str, value) -> None:
 
 
 def pretrain_stage(args, options: MainJobOptions) -> dict:
-    from keras_albert.text.pretraining.intrinsic_sets import write_intrinsic_sets
+    from keras_albert.pretraining.data.intrinsic_sets import write_intrinsic_sets
 
     results = run_steps(options, ("corpus", "tokenizer", "pretraining_data", "pretraining"))
     sets_path = options.path("held_out_sets.json")

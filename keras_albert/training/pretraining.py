@@ -52,9 +52,9 @@ import tensorflow as tf
 
 from keras_albert.config import AlbertConfig
 from keras_albert.models import AlbertBackbone, AlbertPretrainer
+from keras_albert.pretraining.data.dataset import DynamicMasking
+from keras_albert.pretraining.data.records import RecordLayout, inspect_records
 from keras_albert.text.normalization import changed_normalization
-from keras_albert.text.pretraining.dataset import DynamicMasking
-from keras_albert.text.pretraining.records import RecordLayout, inspect_records
 from keras_albert.training import run_directory
 from keras_albert.training.checkpoints import training_checkpoint
 from keras_albert.training.clipping import adamw

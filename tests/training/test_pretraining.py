@@ -18,7 +18,7 @@ import pytest
 import tensorflow as tf
 
 from keras_albert import AlbertBackbone, AlbertPretrainer, load_checkpoint
-from keras_albert.text.pretraining.dataset import make_pretraining_dataset
+from keras_albert.pretraining.data.dataset import make_pretraining_dataset
 from keras_albert.training.lamb import Lamb
 from keras_albert.training.losses import MaskedLMLoss, sentence_order_loss
 from keras_albert.training.pretraining import (

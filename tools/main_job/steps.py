@@ -155,7 +155,7 @@ def tokenizer_path(options: MainJobOptions) -> str:
 
 def pretraining_data_config(options: MainJobOptions, split: str):
     """How the `split` ("train" or "eval") records are made: the eval records are one pass."""
-    from keras_albert.text.pretraining import PretrainingDataConfig
+    from keras_albert.pretraining.data import PretrainingDataConfig
     from main_job.corpus import DOCUMENT_SPLIT
 
     return PretrainingDataConfig(
@@ -180,7 +180,7 @@ def tokenizer_factory(options: MainJobOptions):
 
 
 def _pretraining_data(options) -> dict:
-    from keras_albert.text.pretraining import create_pretraining_data
+    from keras_albert.pretraining.data import create_pretraining_data
 
     corpus = read_result(options, "corpus")
     results = {}

@@ -1,0 +1,2 @@
+"""Pretraining: the data (`data`: raw text → SOP/NSP pairs with n-gram masking → TFRecords →
+`tf.data`)."""
