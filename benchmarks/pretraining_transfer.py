@@ -86,7 +86,7 @@ def pretrain_stage(args, options: MainJobOptions) -> dict:
 
 
 def intrinsic_stage(args, options: MainJobOptions) -> dict:
-    from keras_albert.training.intrinsic_eval import evaluate_sentence_pairs, load_pretrainer
+    from keras_albert.pretraining.intrinsic_eval import evaluate_sentence_pairs, load_pretrainer
 
     model = load_pretrainer(options.path("pretraining", "model"))
     result = {"pair_task_trained": options.pair_task}
@@ -99,7 +99,7 @@ def intrinsic_stage(args, options: MainJobOptions) -> dict:
 
 
 def table_stage(args, options: MainJobOptions) -> dict:
-    from keras_albert.training.intrinsic_eval import PAPER_TABLE_5
+    from keras_albert.pretraining.intrinsic_eval import PAPER_TABLE_5
 
     rows = {}
     for work_dir in args.table_runs:
@@ -158,8 +158,8 @@ def probe_stage(args, options: MainJobOptions) -> dict:
 
     from keras_albert.finetuning.glue.reader import make_dataset, read_examples
     from keras_albert.models.backbone import AlbertBackbone
+    from keras_albert.pretraining.intrinsic_eval import load_pretrainer
     from keras_albert.text.tokenizer import AlbertTokenizer
-    from keras_albert.training.intrinsic_eval import load_pretrainer
 
     keras.utils.set_random_seed(options.seed)  # before the tokenizer: seeding drops its op
     tokenizer = AlbertTokenizer(tokenizer_path(options))

@@ -72,7 +72,7 @@ def test_pretraining_and_export_load_no_fine_tuning_task():
     # The top-level names of fine-tuning are imported when first used, so that the pretraining
     # tool (and any export) does not read the four tasks' modules.
     code = (
-        "import sys, keras_albert, keras_albert.training.pretraining, keras_albert.export\n"
+        "import sys, keras_albert, keras_albert.pretraining.driver, keras_albert.export\n"
         "print(sorted(m for m in sys.modules if m.startswith('keras_albert.finetuning')))\n"
         "from keras_albert import finetune, TASKS\n"
         "print('keras_albert.finetuning.squad.task' in sys.modules, sorted(TASKS))\n"
@@ -87,3 +87,30 @@ def test_pretraining_and_export_load_no_fine_tuning_task():
     assert [m for m in loaded if m.endswith(above)] == []
     assert "keras_albert.finetuning.squad.defaults" in loaded
     assert lines[1] == "True ['ner', 'race', 'squad_v1', 'squad_v2']"
+
+
+def test_the_pretraining_data_loads_neither_the_driver_nor_the_loop():
+    # The data tools import `keras_albert.pretraining.data`; the package's public names (the
+    # driver's) are imported when first used.
+    code = (
+        "import sys, keras_albert.pretraining.data\n"
+        "prefixes = ('keras_albert.pretraining', 'keras_albert.training')\n"
+        "print(sorted(m for m in sys.modules if m.startswith(prefixes)))\n"
+        "from keras_albert.pretraining import PretrainingOptions, pretrain\n"
+        "print(pretrain.__module__, PretrainingOptions.__module__)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
+    )
+    lines = result.stdout.strip().splitlines()
+    loaded = ast.literal_eval(lines[0])
+    # `import keras_albert` registers the saved objects: Lamb, its clipping and schedule, the
+    # MLM loss.
+    registered = {"pretraining.losses", "training.clipping", "training.lamb", "training.schedule"}
+    outside_data = {
+        m.removeprefix("keras_albert.")
+        for m in loaded
+        if not m.startswith("keras_albert.pretraining.data")
+    }
+    assert outside_data <= {"pretraining", "training", *registered}
+    assert lines[1] == "keras_albert.pretraining.driver keras_albert.pretraining.options"

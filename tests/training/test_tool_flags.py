@@ -8,7 +8,7 @@ import pytest
 
 from keras_albert.cli import options_from_args
 from keras_albert.finetuning.options import FinetuningOptions
-from keras_albert.training.options import PretrainingOptions
+from keras_albert.pretraining.options import PretrainingOptions
 from tests.tool_flags import check_tool_flags
 
 TOOLS = Path(__file__).resolve().parents[2] / "tools"

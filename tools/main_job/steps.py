@@ -202,7 +202,7 @@ def _pretraining_data(options) -> dict:
 
 
 def _pretrain(options: MainJobOptions) -> dict:
-    from keras_albert.training.pretraining import pretrain
+    from keras_albert.pretraining.driver import pretrain
 
     run_options = pretraining_options(options)
     if options.force:  # redo, not resume: the finished run's checkpoints would be restored
@@ -215,7 +215,7 @@ def _pretrain(options: MainJobOptions) -> dict:
 
 def pretraining_options(options: MainJobOptions):
     """The job's `PretrainingOptions` (its config file is written by the pretraining step)."""
-    from keras_albert.training.pretraining import PretrainingOptions
+    from keras_albert.pretraining.options import PretrainingOptions
 
     # Checkpoints and evaluations fall on log boundaries (the driver's Keras epochs).
     steps_per_execution = 10

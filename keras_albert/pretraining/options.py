@@ -1,4 +1,4 @@
-"""The options of the two drivers, checked when made: `PretrainingOptions`, `FinetuningOptions`.
+"""The pretraining driver's options, checked when made: `PretrainingOptions`.
 
 Each field is one flag of its tool (`keras_albert.cli.add_options`): the default is written
 here once, the help is the field's entry in the class docstring.
@@ -26,7 +26,7 @@ _VERBOSITY = {"choices": (0, 1, 2)}
 
 @dataclasses.dataclass(frozen=True)
 class PretrainingOptions:
-    """Everything one pretraining run needs (`keras_albert.training.pretraining.pretrain`).
+    """Everything one pretraining run needs (`keras_albert.pretraining.driver.pretrain`).
 
     Args:
         train_data: glob (or comma-separated globs) of pretraining TFRecords in the original
