@@ -68,6 +68,14 @@ def test_load_checkpoint_round_trips_save_checkpoint(tmp_path):
         )
 
 
+def fresh_python(code: str) -> list[str]:
+    """The lines `code` prints in a new interpreter (nothing imported yet)."""
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
+    )
+    return result.stdout.strip().splitlines()
+
+
 def test_pretraining_and_export_load_no_fine_tuning_task():
     # The top-level names of fine-tuning are imported when first used, so that the pretraining
     # tool (and any export) does not read the four tasks' modules.
@@ -77,10 +85,7 @@ def test_pretraining_and_export_load_no_fine_tuning_task():
         "from keras_albert import finetune, TASKS\n"
         "print('keras_albert.finetuning.squad.task' in sys.modules, sorted(TASKS))\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
-    )
-    lines = result.stdout.strip().splitlines()
+    lines = fresh_python(code)
     # The serving modules read the tasks' defaults and in-graph features, nothing above them.
     loaded = ast.literal_eval(lines[0])
     above = (".task", ".driver", ".registry", ".options", ".recipes", ".parallel_runs")
@@ -99,10 +104,7 @@ def test_the_pretraining_data_loads_neither_the_driver_nor_the_loop():
         "from keras_albert.pretraining import PretrainingOptions, pretrain\n"
         "print(pretrain.__module__, PretrainingOptions.__module__)\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
-    )
-    lines = result.stdout.strip().splitlines()
+    lines = fresh_python(code)
     loaded = ast.literal_eval(lines[0])
     # `import keras_albert` registers the saved objects: Lamb, its clipping and schedule, the
     # MLM loss.
