@@ -34,10 +34,10 @@ from roofs import gemm_roof, training_flops_per_sequence  # noqa: E402 (benchmar
 
 from keras_albert import AlbertBackbone, AlbertConfig, AlbertPretrainer  # noqa: E402
 from keras_albert.config import get_preset  # noqa: E402
+from keras_albert.pretraining.objective import pretraining_replica_fn  # noqa: E402
 from keras_albert.training.lamb import Lamb  # noqa: E402
 from keras_albert.training.loop import TrainingLoop  # noqa: E402
 from keras_albert.training.loss_scale import optimizer_for_precision  # noqa: E402
-from keras_albert.training.pretraining_objective import pretraining_replica_fn  # noqa: E402
 from keras_albert.training.strategy import build_strategy  # noqa: E402
 
 MIXED = ("mixed_float16", "mixed_bfloat16")

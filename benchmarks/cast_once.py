@@ -31,8 +31,8 @@ from results import default_path, write_results  # noqa: E402 (benchmarks/result
 
 from keras_albert import AlbertBackbone, AlbertConfig, AlbertPretrainer  # noqa: E402
 from keras_albert.config import get_preset  # noqa: E402
+from keras_albert.pretraining.objective import pretraining_replica_fn  # noqa: E402
 from keras_albert.training.lamb import Lamb  # noqa: E402
-from keras_albert.training.pretraining_objective import pretraining_replica_fn  # noqa: E402
 
 POLICIES = ("float32", "mixed_bfloat16")
 

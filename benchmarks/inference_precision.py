@@ -49,7 +49,7 @@ from keras_albert import AlbertBackbone, AlbertClassifier  # noqa: E402
 from keras_albert.convert.huggingface import write_hf_directory  # noqa: E402
 from keras_albert.cpu import cpu_features  # noqa: E402
 from keras_albert.export import AlbertServingModule, export_saved_model  # noqa: E402
-from keras_albert.serving.precision import PRECISIONS, serving_model  # noqa: E402
+from keras_albert.serving.precision import SERVING_PRECISIONS, serving_model  # noqa: E402
 from keras_albert.text.tokenizer import AlbertTokenizer  # noqa: E402
 
 DATA = pathlib.Path(__file__).resolve().parents[1] / "tests" / "data"
@@ -192,7 +192,8 @@ def speed(args, tokenizer, directory: str) -> dict:
             weight.assign(weight.numpy() + offsets.normal(0.0, 0.02, weight.shape))
     engines = {}
     exports = {
-        f"ours {precision}": ("base_" + precision, precision, None) for precision in PRECISIONS
+        f"ours {precision}": ("base_" + precision, precision, None)
+        for precision in SERVING_PRECISIONS
     }
     for precision in args.depth_precisions:
         for depth in args.depths:
@@ -261,7 +262,7 @@ def accuracy(args, tokenizer, directory: str) -> dict:
         def forward(served):
             return tf.function(lambda inputs: served(inputs, training=False), autograph=False)
 
-        for precision in PRECISIONS:
+        for precision in SERVING_PRECISIONS:
             run = forward(serving_model(model, precision))
             row[f"ours {precision}"] = score(np.concatenate([run(b).numpy() for b in batches]))
         if not args.skip_onnx:
@@ -387,8 +388,10 @@ def main() -> None:
     args.small_depths = [int(k) for k in args.small_depths.split(",")]
     args.depth_precisions = args.depth_precisions.split(",")
     for precision in args.depth_precisions:
-        if precision not in PRECISIONS:
-            parser.error(f"--depth-precisions must name {PRECISIONS}. Received: {precision!r}")
+        if precision not in SERVING_PRECISIONS:
+            parser.error(
+                f"--depth-precisions must name {SERVING_PRECISIONS}. Received: {precision!r}"
+            )
     args.models = dict(item.split("=", 1) for item in args.models)
     args.vocabularies = dict(item.split("=", 1) for item in args.vocabularies)
 

@@ -32,13 +32,13 @@ from results import default_path, write_results  # noqa: E402 (benchmarks/result
 from keras_albert import AlbertBackbone, AlbertPretrainer  # noqa: E402
 from keras_albert.finetuning.driver import build_optimizer  # noqa: E402
 from keras_albert.models import AlbertClassifier  # noqa: E402
-from keras_albert.training.lamb import Lamb  # noqa: E402
-from keras_albert.training.loop import TrainingLoop  # noqa: E402
-from keras_albert.training.objective import Objective  # noqa: E402
-from keras_albert.training.pretraining_objective import (  # noqa: E402
+from keras_albert.pretraining.objective import (  # noqa: E402
     compile_pretrainer,
     pretraining_replica_fn,
 )
+from keras_albert.training.lamb import Lamb  # noqa: E402
+from keras_albert.training.loop import TrainingLoop  # noqa: E402
+from keras_albert.training.objective import Objective  # noqa: E402
 
 
 def loop_runner(model, optimizer, replica_fn, batch):

@@ -27,7 +27,7 @@ import numpy as np
 from results import default_path, write_results  # benchmarks/results.py
 
 from keras_albert import get_preset
-from keras_albert.text.pretraining.records import PretrainingExample, encode_example
+from keras_albert.pretraining.data.records import PretrainingExample, encode_example
 
 TOOL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools", "pretrain.py")
 NUM_MASKED = 20

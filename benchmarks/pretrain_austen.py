@@ -49,7 +49,7 @@ MAX_PREDICTIONS = 20  # the pipeline's data: PretrainingDataConfig's default
 
 def timed_steps(options: MainJobOptions, minutes: float) -> int:
     """Steps that fit in `minutes` at the speed of a 100-step probe (its second half timed)."""
-    from keras_albert.training.pretraining import pretrain
+    from keras_albert.pretraining.driver import pretrain
 
     started = time.perf_counter()
     run_steps(options, PRETRAINING_STEPS[:2])
@@ -79,7 +79,7 @@ def timed_steps(options: MainJobOptions, minutes: float) -> int:
 
 def most_frequent_token_baseline(options: MainJobOptions) -> dict:
     """Accuracy of always predicting the held-out split's most frequent masked token."""
-    from keras_albert.text.pretraining.dataset import make_pretraining_dataset
+    from keras_albert.pretraining.data.dataset import make_pretraining_dataset
 
     dataset = make_pretraining_dataset(
         options.path("pretraining_data", "eval-*.tfrecord"),

@@ -17,7 +17,7 @@ import tempfile
 from pretraining_data_throughput import AUSTEN, load_tokenizer
 from results import default_path, write_results
 
-from keras_albert.text.pretraining import PretrainingDataConfig, create_pretraining_data
+from keras_albert.pretraining.data import PretrainingDataConfig, create_pretraining_data
 
 
 def main():

@@ -23,7 +23,7 @@ sys.path.insert(0, REPO)
 
 from results import default_path, write_results  # noqa: E402 (benchmarks/results.py)
 
-from keras_albert.text.pretraining import (  # noqa: E402
+from keras_albert.pretraining.data import (  # noqa: E402
     PretrainingDataConfig,
     create_pretraining_data,
 )

@@ -24,8 +24,8 @@ from batches import pretraining_batch  # noqa: E402 (benchmarks/batches.py)
 from interleaved import interleaved_rates, report  # noqa: E402 (benchmarks/interleaved.py)
 
 from keras_albert import AlbertBackbone, AlbertPretrainer  # noqa: E402
+from keras_albert.pretraining.objective import compile_pretrainer  # noqa: E402
 from keras_albert.training.lamb import Lamb  # noqa: E402
-from keras_albert.training.pretraining_objective import compile_pretrainer  # noqa: E402
 
 VOCABULARY_SIZE = 30000
 

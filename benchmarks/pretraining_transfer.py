@@ -70,7 +70,7 @@ def _write_json(path: str, value) -> None:
 
 
 def pretrain_stage(args, options: MainJobOptions) -> dict:
-    from keras_albert.text.pretraining.intrinsic_sets import write_intrinsic_sets
+    from keras_albert.pretraining.data.intrinsic_sets import write_intrinsic_sets
 
     results = run_steps(options, ("corpus", "tokenizer", "pretraining_data", "pretraining"))
     sets_path = options.path("held_out_sets.json")
@@ -86,7 +86,7 @@ def pretrain_stage(args, options: MainJobOptions) -> dict:
 
 
 def intrinsic_stage(args, options: MainJobOptions) -> dict:
-    from keras_albert.training.intrinsic_eval import evaluate_sentence_pairs, load_pretrainer
+    from keras_albert.pretraining.intrinsic_eval import evaluate_sentence_pairs, load_pretrainer
 
     model = load_pretrainer(options.path("pretraining", "model"))
     result = {"pair_task_trained": options.pair_task}
@@ -99,7 +99,7 @@ def intrinsic_stage(args, options: MainJobOptions) -> dict:
 
 
 def table_stage(args, options: MainJobOptions) -> dict:
-    from keras_albert.training.intrinsic_eval import PAPER_TABLE_5
+    from keras_albert.pretraining.intrinsic_eval import PAPER_TABLE_5
 
     rows = {}
     for work_dir in args.table_runs:
@@ -157,9 +157,9 @@ def probe_stage(args, options: MainJobOptions) -> dict:
     from sklearn.linear_model import LogisticRegression
 
     from keras_albert.models.backbone import AlbertBackbone
+    from keras_albert.pretraining.intrinsic_eval import load_pretrainer
     from keras_albert.tasks.classification.reader import make_dataset, read_examples
     from keras_albert.text.tokenizer import AlbertTokenizer
-    from keras_albert.training.intrinsic_eval import load_pretrainer
 
     keras.utils.set_random_seed(options.seed)  # before the tokenizer: seeding drops its op
     tokenizer = AlbertTokenizer(tokenizer_path(options))
@@ -256,7 +256,7 @@ def _finetune_scores(args, options: MainJobOptions, runs: list[dict]) -> list[fl
                 output_dir=run["output_dir"],
                 learning_rate=run["lr"],
                 train_steps=steps,
-                num_evaluations=1,  # one evaluation, at the end: no checkpoint is chosen on the eval set
+                num_evaluations=1,  # one, at the end: no checkpoint is chosen on the eval set
                 seed=run["seed"],
                 verbose=0,
             )

@@ -42,7 +42,7 @@ from keras_albert.convert.huggingface import write_hf_directory  # noqa: E402
 from keras_albert.cpu import cpu_features  # noqa: E402
 from keras_albert.export import export_saved_model  # noqa: E402
 from keras_albert.models import AlbertQuestionAnswerer  # noqa: E402
-from keras_albert.serving.precision import PRECISIONS  # noqa: E402
+from keras_albert.serving.precision import SERVING_PRECISIONS  # noqa: E402
 from keras_albert.text.tokenizer import AlbertTokenizer  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -179,7 +179,7 @@ def main() -> None:
     model = base_model()
     directory = args.exports_dir or tempfile.mkdtemp()
     engines = {}
-    for precision in PRECISIONS:
+    for precision in SERVING_PRECISIONS:
         path = os.path.join(directory, f"squad_base_{precision}")
         if not os.path.exists(path):
             export_saved_model(

@@ -40,11 +40,11 @@ from roofs import gemm_roof, training_flops_per_sequence  # noqa: E402 (benchmar
 from keras_albert import AlbertBackbone, AlbertConfig, AlbertPretrainer  # noqa: E402
 from keras_albert.config import get_preset  # noqa: E402
 from keras_albert.models.question_answerer import AlbertQuestionAnswerer  # noqa: E402
+from keras_albert.pretraining.objective import pretraining_replica_fn  # noqa: E402
 from keras_albert.training.clipping import adamw  # noqa: E402
 from keras_albert.training.lamb import Lamb  # noqa: E402
 from keras_albert.training.loop import TrainingLoop  # noqa: E402
 from keras_albert.training.objective import Objective  # noqa: E402
-from keras_albert.training.pretraining_objective import pretraining_replica_fn  # noqa: E402
 
 TINY = AlbertConfig(
     vocabulary_size=1000, embedding_dim=16, hidden_dim=32, intermediate_dim=64, num_layers=2,

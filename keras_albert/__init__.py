@@ -19,10 +19,12 @@ from keras_albert.text.packing import AlbertPacker
 from keras_albert.text.tokenizer import AlbertTokenizer
 
 # Registers what a saved training output refers to (Lamb, its schedule, the MLM loss) with
-# Keras, so that `keras.models.load_model` needs nothing but `import keras_albert`.
+# Keras, so that `keras.models.load_model` needs nothing but `import keras_albert`. Keras finds
+# them by their registered names (`keras_albert>MaskedLMLoss`), not by the module a file
+# records, so files saved before a module moved still load.
+from keras_albert.pretraining import losses as _losses  # noqa: F401  isort: skip
 from keras_albert.training import clipping as _clipping  # noqa: F401  isort: skip
 from keras_albert.training import lamb as _lamb  # noqa: F401  isort: skip
-from keras_albert.training import losses as _losses  # noqa: F401  isort: skip
 from keras_albert.training import schedule as _schedule  # noqa: F401  isort: skip
 
 __version__ = "0.1.0"

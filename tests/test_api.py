@@ -70,12 +70,20 @@ def test_load_checkpoint_round_trips_save_checkpoint(tmp_path):
         )
 
 
+def fresh_python(code: str) -> list[str]:
+    """The lines `code` prints in a new interpreter (nothing imported yet)."""
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
+    )
+    return result.stdout.strip().splitlines()
+
+
 def test_pretraining_and_export_load_no_fine_tuning_task():
     # The top-level names of fine-tuning are imported when first used, and a task type's
     # fine-tuning task when the driver asks for it, so that the pretraining tool (and any
     # export) reads neither the driver nor a task's training code.
     code = (
-        "import sys, keras_albert, keras_albert.training.pretraining, keras_albert.export\n"
+        "import sys, keras_albert, keras_albert.pretraining.driver, keras_albert.export\n"
         "print(sorted(m for m in sys.modules if m.startswith('keras_albert.finetuning')"
         " or m.startswith('keras_albert.tasks')))\n"
         "from keras_albert import finetune, TASK_TYPES\n"
@@ -83,10 +91,7 @@ def test_pretraining_and_export_load_no_fine_tuning_task():
         "print('keras_albert.tasks.question_answering.task' in sys.modules,"
         " [t.name for t in TASK_TYPES])\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
-    )
-    lines = result.stdout.strip().splitlines()
+    lines = fresh_python(code)
     # The serving modules read the tasks' defaults and in-graph features, nothing above them.
     loaded = ast.literal_eval(lines[0])
     above = (".task", ".finetuning_task", ".recipes")
@@ -95,3 +100,27 @@ def test_pretraining_and_export_load_no_fine_tuning_task():
     assert "keras_albert.tasks.question_answering.serving" in loaded
     names = [task_type.name for task_type in keras_albert.TASK_TYPES]
     assert lines[1] == f"False {names}"
+
+
+def test_the_pretraining_data_loads_neither_the_driver_nor_the_loop():
+    # The data tools import `keras_albert.pretraining.data`; the package's public names (the
+    # driver's) are imported when first used.
+    code = (
+        "import sys, keras_albert.pretraining.data\n"
+        "prefixes = ('keras_albert.pretraining', 'keras_albert.training')\n"
+        "print(sorted(m for m in sys.modules if m.startswith(prefixes)))\n"
+        "from keras_albert.pretraining import PretrainingOptions, pretrain\n"
+        "print(pretrain.__module__, PretrainingOptions.__module__)\n"
+    )
+    lines = fresh_python(code)
+    loaded = ast.literal_eval(lines[0])
+    # `import keras_albert` registers the saved objects: Lamb, its clipping and schedule, the
+    # MLM loss.
+    registered = {"pretraining.losses", "training.clipping", "training.lamb", "training.schedule"}
+    outside_data = {
+        m.removeprefix("keras_albert.")
+        for m in loaded
+        if not m.startswith("keras_albert.pretraining.data")
+    }
+    assert outside_data <= {"pretraining", "training", *registered}
+    assert lines[1] == "keras_albert.pretraining.driver keras_albert.pretraining.options"

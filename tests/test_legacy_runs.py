@@ -12,9 +12,9 @@ import pytest
 from keras_albert import AlbertPretrainer, AlbertQuestionAnswerer, load_checkpoint
 from keras_albert.finetuning.driver import finetune
 from keras_albert.finetuning.options import FinetuningOptions
+from keras_albert.pretraining.driver import pretrain
+from keras_albert.pretraining.options import PretrainingOptions
 from keras_albert.tasks.question_answering.options import QuestionAnsweringOptions
-from keras_albert.training.options import PretrainingOptions
-from keras_albert.training.pretraining import pretrain
 from tests.text._paths import DATA_DIR
 
 LEGACY = Path(DATA_DIR) / "legacy_runs"

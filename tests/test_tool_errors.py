@@ -17,12 +17,13 @@ import pytest
 from keras_albert import AlbertConfig
 from keras_albert.cli import DEBUG_HELP, run_tool
 from keras_albert.finetuning.driver import FinetuningOptions, finetune
-from keras_albert.training import pretraining, pretraining_intervals
+from keras_albert.pretraining import driver as pretraining_driver
+from keras_albert.pretraining import intervals as pretraining_intervals
 from keras_albert.training.loop import TrainingLoop
 from tests.finetuning.test_driver import TINY_30K
+from tests.pretraining.test_driver import options as pretraining_options
+from tests.pretraining.test_driver import write_config, write_records
 from tests.text.glue_rows import GLUE_DATA
-from tests.training.test_pretraining import options as pretraining_options
-from tests.training.test_pretraining import write_config, write_records
 
 REPO = Path(__file__).resolve().parents[1]
 ALBERT_SPM = os.path.join(os.path.dirname(GLUE_DATA), "30k-clean.model")
@@ -168,7 +169,7 @@ def test_pretraining_interrupt_names_the_last_checkpoint(tmp_path, monkeypatch):
     monkeypatch.setattr(pretraining_intervals, "StepCheckpoints", CtrlCAfterFirstCheckpoint)
     options = pretraining_options(tmp_path, records)
     with pytest.raises(KeyboardInterrupt) as interrupt:
-        pretraining.pretrain(options)
+        pretraining_driver.pretrain(options)
     checkpoint = os.path.join(options.output_dir, "checkpoints", "ckpt-10")
     assert str(interrupt.value) == (
         f"last checkpoint {checkpoint} — rerun the same command to resume"
@@ -181,7 +182,7 @@ def test_a_pretraining_run_refused_at_its_checks_leaves_no_run_folder(tmp_path):
     records["config"] = write_config(tmp_path / "config.json")
     options = pretraining_options(tmp_path, records)
     with pytest.raises(ValueError, match="nothing-"):
-        pretraining.pretrain(options)
+        pretraining_driver.pretrain(options)
     assert not os.path.exists(options.output_dir)
 
 

@@ -9,7 +9,7 @@ rate, n-gram shares, label balance, skipped inputs); when no example was made (m
 or binary inputs only) it writes no shard and exits 1.
 Defaults are the original create_pretraining_data.py's (SOP, 512 tokens, 20 predictions,
 3-grams, dupe_factor 40); `--help` lists every option of `PretrainingDataConfig`
-(keras_albert.text.pretraining.config) and of this tool.
+(keras_albert.pretraining.data.config) and of this tool.
 
 Flags of google-research/albert's create_pretraining_data.py accepted as aliases:
 `--input_file` (one or more paths separated by spaces, not commas) → `--inputs`,
@@ -43,7 +43,7 @@ from keras_albert.cli import (
     run_tool,
     with_debug_help,
 )
-from keras_albert.text.pretraining import PretrainingDataConfig, create_pretraining_data
+from keras_albert.pretraining.data import PretrainingDataConfig, create_pretraining_data
 
 # AlbertTokenizer.encode runs no TensorFlow ops, so forked workers may inherit it instead of
 # importing TensorFlow each (~5 CPU seconds per worker).

@@ -45,7 +45,7 @@ from keras_albert.directories import require_directory  # noqa: E402
 from keras_albert.export import BatchingParameters, export_checkpoint  # noqa: E402
 from keras_albert.export.tfhub import export_tfhub_checkpoint  # noqa: E402
 from keras_albert.export.tflite import TFLITE_PRECISIONS, export_tflite_checkpoint  # noqa: E402
-from keras_albert.serving.precision import PRECISIONS  # noqa: E402
+from keras_albert.serving.precision import SERVING_PRECISIONS  # noqa: E402
 from keras_albert.tasks.registry import MODEL_KINDS, TASK_TYPES  # noqa: E402
 
 EXPORT_FORMATS = ("savedmodel", "tflite", "tfhub")
@@ -116,7 +116,7 @@ class ExportOptions:
     max_batch_size: int = BatchingParameters.max_batch_size
     precision: str = dataclasses.field(
         default="float32",
-        metadata={"choices": tuple(dict.fromkeys(PRECISIONS + TFLITE_PRECISIONS))},
+        metadata={"choices": tuple(dict.fromkeys(SERVING_PRECISIONS + TFLITE_PRECISIONS))},
     )
     num_layers: int | None = None
     format: str = dataclasses.field(default="savedmodel", metadata={"choices": EXPORT_FORMATS})

@@ -4,7 +4,7 @@
         --eval-data 'data/eval-*.tfrecord' --output-dir runs/base --train-steps 125000 \\
         --batch-size 4096 --learning-rate 0.00176 --warmup-steps 3125 --strategy tpu
 
-Every flag is a field of `keras_albert.training.options.PretrainingOptions` (its docstring
+Every flag is a field of `keras_albert.pretraining.options.PretrainingOptions` (its docstring
 gives the meaning, the default is the dataclass's).
 
 Strategies (docs/scaling.md): `--strategy mirrored` uses every GPU of the host;
@@ -58,7 +58,7 @@ from keras_albert.cli import (  # noqa: E402
     run_tool,
     with_debug_help,
 )
-from keras_albert.training.options import PretrainingOptions  # noqa: E402
+from keras_albert.pretraining.options import PretrainingOptions  # noqa: E402
 
 # The original tools' flag names, by option field.
 ALIASES = {
@@ -116,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     options = options_from_args(build_parser().parse_args(argv), PretrainingOptions)
-    from keras_albert.training.pretraining import pretrain
+    from keras_albert.pretraining.driver import pretrain
 
     pretrain(options)
     return 0

@@ -36,7 +36,7 @@ ACCEPTED_FORMS = (
     "a training output directory (pretrainer.keras or one .keras file, or checkpoints/ckpt-N "
     "with the config recorded in run.json or summary.json)",
 )
-# A pretraining output's files (see keras_albert.training.pretraining).
+# A pretraining output's files (see keras_albert.pretraining.driver).
 RUN_FILES = ("run.json", "summary.json")
 
 

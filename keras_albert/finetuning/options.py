@@ -13,7 +13,7 @@ import dataclasses
 
 from keras_albert.cli import VOCABULARY_METADATA, parse_bool_or_auto, parse_int_or_none
 from keras_albert.finetuning.elastic_depth import parse_depths
-from keras_albert.training.options import PRECISIONS
+from keras_albert.training.precision import PRECISIONS
 from keras_albert.validation import (
     require_exactly_one,
     require_int,

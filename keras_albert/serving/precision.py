@@ -52,7 +52,7 @@ from keras_albert.layers.layer_norm import constant_weights
 from keras_albert.models import AlbertBackbone
 from keras_albert.validation import require_one_of
 
-PRECISIONS = ("float32", "bfloat16")
+SERVING_PRECISIONS = ("float32", "bfloat16")
 
 
 def backbone_of(model: keras.Model) -> AlbertBackbone:
@@ -68,7 +68,7 @@ def serving_model(
     Returns `model` itself when nothing changes; otherwise a new model of the same class with
     a copy of the weights. `num_layers=None` keeps the trained depth.
     """
-    require_one_of("precision", precision, PRECISIONS)
+    require_one_of("precision", precision, SERVING_PRECISIONS)
     backbone = backbone_of(model)
     trained_depth = backbone.albert_config.num_layers
     if num_layers is not None:

@@ -1,2 +1,2 @@
-"""Text: normalization, the SentencePiece and WordPiece tokenizer, character offsets, packing
-and pretraining examples."""
+"""Text: normalization, the SentencePiece and WordPiece tokenizer, character offsets and packing
+(pretraining examples are `keras_albert.pretraining.data`)."""

@@ -16,7 +16,7 @@ import tensorflow as tf
 
 from keras_albert.cli import ToolError
 from keras_albert.cpu import cpu_has_bfloat16
-from keras_albert.training.options import PRECISIONS
+from keras_albert.training.precision import PRECISIONS
 from keras_albert.validation import require_one_of
 
 STRATEGY_NAMES = ("auto", "cpu", "one_device", "mirrored", "multi_worker", "tpu")

@@ -20,7 +20,7 @@ from tensorflow_serving.apis import prediction_log_pb2
 from keras_albert import AlbertBackbone, AlbertClassifier
 from keras_albert.export.serving_layout import export_for_serving
 from keras_albert.serving import requests as serving_requests
-from keras_albert.serving.precision import PRECISIONS, serving_model
+from keras_albert.serving.precision import SERVING_PRECISIONS, serving_model
 from tests.export.conftest import HARNESS, read_logs, reference_pack
 from tests.export.test_serving_export import ALLOWED_TF_TEXT_OPS, FORBIDDEN_OPS
 from tests.text.text_data import load_sst2_dev
@@ -66,7 +66,7 @@ def served(tmp_path_factory, albert_tokenizer_for_export, model):
     batches = [sentences[i : i + BATCH_SIZE] for i in range(0, NUM_SENTENCES, BATCH_SIZE)]
     root = tmp_path_factory.mktemp("precision")
     base_dir = root / "saved_models"
-    specs = {precision: dict(precision=precision) for precision in PRECISIONS}
+    specs = {precision: dict(precision=precision) for precision in SERVING_PRECISIONS}
     specs["depth_1"] = dict(num_layers=SHALLOW_DEPTH)
     job = {"exports": [], "models_config": str(base_dir / "models.config")}
     for name, options in specs.items():
@@ -126,7 +126,7 @@ def keras_logits(model, packed) -> np.ndarray:
     return np.concatenate([np.asarray(model(inputs, training=False)) for inputs in packed])
 
 
-@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("precision", SERVING_PRECISIONS)
 def test_each_precision_is_close_to_the_float32_model(served, model, precision):
     expected = keras_logits(model, served["packed"])
     actual = served["logits"][precision]

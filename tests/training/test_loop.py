@@ -1,5 +1,5 @@
 """The loop's pieces that need no cluster: replicas' shares of global batches, the step
-progress line, history.csv across a resume, the pretraining sums and loss against NumPy."""
+progress line, history.csv across a resume."""
 
 import csv
 import io
@@ -10,7 +10,6 @@ import tensorflow as tf
 
 from keras_albert.training.logs import HistoryCsv
 from keras_albert.training.loop import replica_share
-from keras_albert.training.losses import pretraining_logs, pretraining_loss, pretraining_sums
 from keras_albert.training.progress import StepProgress, format_duration
 
 
@@ -87,48 +86,3 @@ def test_history_has_one_row_per_step_after_a_resume(tmp_path, capsys):
     assert [row["step"] for row in rows] == ["10", "20", "30", "40"]
     assert float(rows[2]["loss"]) == 2.0 / 30  # the rerun's value
     assert [row["val_loss"] for row in rows] == ["", "", "0.5", "0.5"]  # a new column
-
-
-def log_softmax(logits):
-    shifted = logits - logits.max(-1, keepdims=True)
-    return shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
-
-
-def test_pretraining_sums_and_loss_against_numpy():
-    """Split into two shares with different numbers of real predictions, the shares' losses
-    (each normalized by the global counts) add up to the original's loss of the whole batch."""
-    rng = np.random.default_rng(0)
-    mlm_logits = rng.standard_normal((6, 3, 7))
-    sop_logits = rng.standard_normal((6, 2))
-    mlm_labels = rng.integers(0, 7, (6, 3))
-    sop_labels = rng.integers(0, 2, 6)
-    counts = np.array([1, 1, 1, 3, 3, 2])
-    mlm_weights = (np.arange(3)[None] < counts[:, None]).astype(np.float64)
-
-    def sums(rows):
-        return pretraining_sums(
-            {"mlm_logits": mlm_labels[rows], "sop_logits": sop_labels[rows]},
-            {
-                "mlm_logits": tf.constant(mlm_logits[rows]),
-                "sop_logits": tf.constant(sop_logits[rows]),
-            },
-            {"mlm_logits": mlm_weights[rows], "sop_logits": np.ones(len(sop_labels[rows]))},
-        )
-
-    halves = [sums(slice(0, 3)), sums(slice(3, 6))]
-    totals = {key: halves[0][key] + halves[1][key] for key in halves[0]}
-    loss = sum(float(pretraining_loss(half, totals, 2.0)) for half in halves)
-
-    mlm_nll = -np.take_along_axis(log_softmax(mlm_logits), mlm_labels[..., None], -1)[..., 0]
-    sop_nll = -np.take_along_axis(log_softmax(sop_logits), sop_labels[:, None], -1)[:, 0]
-    mlm = (mlm_weights * mlm_nll).sum() / (mlm_weights.sum() + 1e-5)
-    np.testing.assert_allclose(loss, mlm + 2.0 * sop_nll.mean(), rtol=1e-12)
-    logs = pretraining_logs({key: float(value) for key, value in totals.items()}, 2.0)
-    hits = (mlm_logits.argmax(-1) == mlm_labels) * mlm_weights
-    np.testing.assert_allclose(logs["mlm_loss"], (mlm_weights * mlm_nll).sum() / 11, rtol=1e-12)
-    np.testing.assert_allclose(logs["mlm_accuracy"], hits.sum() / 11, rtol=1e-12)
-    np.testing.assert_allclose(logs["sop_loss"], sop_nll.mean(), rtol=1e-12)
-    np.testing.assert_allclose(logs["loss"], logs["mlm_loss"] + 2.0 * logs["sop_loss"])
-    # Each share normalized by its own count (the original per TPU core) would differ.
-    per_share = sum(float(pretraining_loss(half, half, 2.0)) for half in halves) / 2
-    assert abs(per_share - loss) > 1e-2

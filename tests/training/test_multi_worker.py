@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from keras_albert import AlbertConfig
-from tests.training.test_pretraining import back_to, write_config, write_records
-from tests.training.test_pretraining_subprocess import (
+from tests.pretraining.test_driver import back_to, write_config, write_records
+from tests.pretraining.test_subprocess import (
     environment,
     final_weights,
     history,

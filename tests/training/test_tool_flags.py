@@ -9,11 +9,11 @@ import pytest
 from keras_albert.cli import options_from_args
 from keras_albert.finetuning.options import FinetuningOptions
 from keras_albert.finetuning.task_choice import options_from_flags
+from keras_albert.pretraining.options import PretrainingOptions
 from keras_albert.tasks.classification.options import ClassificationOptions
 from keras_albert.tasks.multiple_choice.options import MultipleChoiceOptions
 from keras_albert.tasks.question_answering.options import QuestionAnsweringOptions
 from keras_albert.tasks.registry import TASK_TYPES
-from keras_albert.training.options import PretrainingOptions
 from tests.tool_flags import check_tool_flags
 
 TOOLS = Path(__file__).resolve().parents[2] / "tools"

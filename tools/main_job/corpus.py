@@ -32,7 +32,7 @@ import re
 from collections.abc import Sequence
 
 from keras_albert import validation
-from keras_albert.text.pretraining.config import (
+from keras_albert.pretraining.data.config import (
     DEFAULT_HEADING_PATTERN,
     DEFAULT_SECTION_PATTERN,
 )

@@ -9,7 +9,7 @@ import os
 
 from keras_albert.cli import parse_int_or_none
 from keras_albert.config import AlbertConfig
-from keras_albert.training.options import PRECISIONS
+from keras_albert.training.precision import PRECISIONS
 from keras_albert.validation import require_one_of, require_positive_int
 
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -155,7 +155,7 @@ def tokenizer_path(options: MainJobOptions) -> str:
 
 def pretraining_data_config(options: MainJobOptions, split: str):
     """How the `split` ("train" or "eval") records are made: the eval records are one pass."""
-    from keras_albert.text.pretraining import PretrainingDataConfig
+    from keras_albert.pretraining.data import PretrainingDataConfig
     from main_job.corpus import DOCUMENT_SPLIT
 
     return PretrainingDataConfig(
@@ -180,7 +180,7 @@ def tokenizer_factory(options: MainJobOptions):
 
 
 def _pretraining_data(options) -> dict:
-    from keras_albert.text.pretraining import create_pretraining_data
+    from keras_albert.pretraining.data import create_pretraining_data
 
     corpus = read_result(options, "corpus")
     results = {}
@@ -202,7 +202,7 @@ def _pretraining_data(options) -> dict:
 
 
 def _pretrain(options: MainJobOptions) -> dict:
-    from keras_albert.training.pretraining import pretrain
+    from keras_albert.pretraining.driver import pretrain
 
     run_options = pretraining_options(options)
     if options.force:  # redo, not resume: the finished run's checkpoints would be restored
@@ -215,7 +215,7 @@ def _pretrain(options: MainJobOptions) -> dict:
 
 def pretraining_options(options: MainJobOptions):
     """The job's `PretrainingOptions` (its config file is written by the pretraining step)."""
-    from keras_albert.training.pretraining import PretrainingOptions
+    from keras_albert.pretraining.options import PretrainingOptions
 
     # Checkpoints and evaluations fall on log boundaries (the driver's Keras epochs).
     steps_per_execution = 10

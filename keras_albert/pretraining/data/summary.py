@@ -5,8 +5,8 @@ from __future__ import annotations
 import collections
 import dataclasses
 
-from keras_albert.text.pretraining.documents import ReadCounts
-from keras_albert.text.pretraining.records import PretrainingExample
+from keras_albert.pretraining.data.documents import ReadCounts
+from keras_albert.pretraining.data.records import PretrainingExample
 
 
 @dataclasses.dataclass

@@ -7,9 +7,9 @@ import pytest
 import tensorflow as tf
 
 from keras_albert.cli import ToolError, options_from_args
-from keras_albert.text.pretraining import PretrainingDataConfig
+from keras_albert.pretraining.data import PretrainingDataConfig
+from tests.pretraining.data._helpers import AUSTEN, REPO
 from tests.text._paths import ALBERT_SPM
-from tests.text._pretraining_helpers import AUSTEN, REPO
 from tests.tool_flags import check_tool_flags
 
 

@@ -11,10 +11,10 @@ import tensorflow as tf
 
 from keras_albert.config import AlbertConfig
 from keras_albert.models import AlbertBackbone, AlbertPretrainer
-from keras_albert.text.pretraining import PretrainingDataConfig, decode_record
-from keras_albert.text.pretraining.intrinsic_sets import write_intrinsic_sets
+from keras_albert.pretraining.data import PretrainingDataConfig, decode_record
+from keras_albert.pretraining.data.intrinsic_sets import write_intrinsic_sets
+from keras_albert.pretraining.intrinsic_eval import evaluate_sentence_pairs
 from keras_albert.text.tokenizer import AlbertTokenizer
-from keras_albert.training.intrinsic_eval import evaluate_sentence_pairs
 from tests.text._paths import ALBERT_SPM, DATA_DIR
 
 SEQUENCE_LENGTH = 32

@@ -10,10 +10,10 @@ from collections.abc import Callable
 import tensorflow as tf
 
 from keras_albert.config import AlbertConfig
-from keras_albert.text.pretraining.dataset import DynamicMasking, make_pretraining_dataset
-from keras_albert.text.pretraining.records import RecordLayout, count_records
+from keras_albert.pretraining.data.dataset import DynamicMasking, make_pretraining_dataset
+from keras_albert.pretraining.data.records import RecordLayout, count_records
+from keras_albert.pretraining.options import PretrainingOptions
 from keras_albert.training.loop import replica_share
-from keras_albert.training.options import PretrainingOptions
 
 # The dataset's label keys → the model's output names (what `compile` matches them to).
 _OUTPUT_OF_LABEL = {"mlm": "mlm_logits", "sop": "sop_logits"}

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_albert.text.pretraining import count_records, decode_record, inspect_records
-from keras_albert.text.pretraining.records import PretrainingExample, encode_example
+from keras_albert.pretraining.data import count_records, decode_record, inspect_records
+from keras_albert.pretraining.data.records import PretrainingExample, encode_example
 
 
 def example(length, num_masked, label=0):

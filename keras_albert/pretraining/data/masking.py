@@ -16,8 +16,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from keras_albert.text.pretraining.config import PretrainingDataConfig
-from keras_albert.text.pretraining.vocabulary import TokenTables
+from keras_albert.pretraining.data.config import PretrainingDataConfig
+from keras_albert.pretraining.data.vocabulary import TokenTables
 
 
 def mask_tokens(

@@ -17,10 +17,10 @@ from __future__ import annotations
 import collections
 import random
 
-from keras_albert.text.pretraining.config import PretrainingDataConfig
-from keras_albert.text.pretraining.masking import mask_tokens
-from keras_albert.text.pretraining.records import PretrainingExample
-from keras_albert.text.pretraining.vocabulary import TokenTables
+from keras_albert.pretraining.data.config import PretrainingDataConfig
+from keras_albert.pretraining.data.masking import mask_tokens
+from keras_albert.pretraining.data.records import PretrainingExample
+from keras_albert.pretraining.data.vocabulary import TokenTables
 
 
 def _truncate_pair(

@@ -3,7 +3,7 @@ or NSP, whichever the records hold) over every record of a set.
 
 Used for the paper's Table 5 in miniature (Lan et al. 2020: NSP-trained models score 52.0 on
 SOP, SOP-trained ones 78.9 on NSP and 86.5 on SOP): `evaluate_sentence_pairs` on the held-out
-sets of `keras_albert.text.pretraining.intrinsic_sets`. The pretrainer's one binary head
+sets of `keras_albert.pretraining.data.intrinsic_sets`. The pretrainer's one binary head
 answers both tasks: label 1 is "swapped" for SOP and "B from another document" for NSP.
 """
 
@@ -47,8 +47,8 @@ def evaluate_sentence_pairs(pretrainer, records: str, batch_size: int = 128) -> 
         `{"pair_accuracy", "mlm_accuracy", "examples", "positive_share"}`: `positive_share` is
         the share of label 1 (the accuracy of always answering 1).
     """
-    from keras_albert.text.pretraining.dataset import make_pretraining_dataset
-    from keras_albert.text.pretraining.records import inspect_records
+    from keras_albert.pretraining.data.dataset import make_pretraining_dataset
+    from keras_albert.pretraining.data.records import inspect_records
     from keras_albert.validation import require_positive_int
 
     require_positive_int("batch_size", batch_size)

@@ -2,8 +2,8 @@
 loop's `replica_fn` (this replica's share of the global batch's loss, normalized by the global
 counts so that it does not depend on how the batch is split, and the sums the logs are made
 of), and `compile_pretrainer`, the same losses and Keras's metrics for `model.fit` and for what
-`pretrainer.keras` carries. The losses themselves are `keras_albert.training.losses`; the
-pretraining driver (`keras_albert.training.pretraining`) uses both.
+`pretrainer.keras` carries. The losses themselves are `keras_albert.pretraining.losses`; the
+pretraining driver (`keras_albert.pretraining.driver`) uses both.
 """
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ from __future__ import annotations
 import keras
 
 from keras_albert.models import AlbertPretrainer
-from keras_albert.training.loop import global_sum
-from keras_albert.training.losses import (
+from keras_albert.pretraining.losses import (
     MaskedLMLoss,
     pretraining_loss,
     pretraining_sums,
     sentence_order_loss,
 )
+from keras_albert.training.loop import global_sum
 
 
 def pretraining_replica_fn(sentence_order_loss_weight: float = 1.0):

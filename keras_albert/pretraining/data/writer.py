@@ -27,17 +27,17 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Literal
 
 from keras_albert import directories, validation
-from keras_albert.text.pretraining.config import PretrainingDataConfig
-from keras_albert.text.pretraining.documents import (
+from keras_albert.pretraining.data.config import PretrainingDataConfig
+from keras_albert.pretraining.data.documents import (
     Document,
     document_sentences,
     expand_inputs,
     iter_documents,
 )
-from keras_albert.text.pretraining.pairs import create_examples_from_document
-from keras_albert.text.pretraining.records import PretrainingExample, encode_example
-from keras_albert.text.pretraining.summary import DocumentStats, PretrainingDataSummary
-from keras_albert.text.pretraining.vocabulary import TokenizerLike, TokenTables
+from keras_albert.pretraining.data.pairs import create_examples_from_document
+from keras_albert.pretraining.data.records import PretrainingExample, encode_example
+from keras_albert.pretraining.data.summary import DocumentStats, PretrainingDataSummary
+from keras_albert.pretraining.data.vocabulary import TokenizerLike, TokenTables
 
 # The original tool's settings (frozen: one shared instance is safe as a default).
 _DEFAULT_CONFIG = PretrainingDataConfig()

@@ -12,22 +12,22 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_albert.text.pretraining import (
+from keras_albert.pretraining.data import (
     PretrainingDataConfig,
     create_pretraining_data,
     expand_inputs,
     iter_documents,
 )
-from keras_albert.text.pretraining.documents import document_sentences
-from keras_albert.text.pretraining.masking import mask_tokens
-from keras_albert.text.pretraining.pairs import create_examples_from_document
-from keras_albert.text.pretraining.records import ORIGINAL_FEATURE_NAMES, serialize_features
-from keras_albert.text.pretraining.summary import ExampleCounts
-from keras_albert.text.pretraining.vocabulary import TokenTables
-from keras_albert.text.pretraining.writer import ordered_bounded_map
+from keras_albert.pretraining.data.documents import document_sentences
+from keras_albert.pretraining.data.masking import mask_tokens
+from keras_albert.pretraining.data.pairs import create_examples_from_document
+from keras_albert.pretraining.data.records import ORIGINAL_FEATURE_NAMES, serialize_features
+from keras_albert.pretraining.data.summary import ExampleCounts
+from keras_albert.pretraining.data.vocabulary import TokenTables
+from keras_albert.pretraining.data.writer import ordered_bounded_map
 from keras_albert.text.tokenizer import AlbertTokenizer
+from tests.pretraining.data._helpers import AUSTEN, as_text, segments, word_ranges
 from tests.text._paths import ALBERT_SPM, DATA_DIR
-from tests.text._pretraining_helpers import AUSTEN, as_text, segments, word_ranges
 
 
 @pytest.fixture(scope="module")

@@ -27,8 +27,8 @@ import numpy as np
 import tensorflow as tf
 
 from keras_albert import validation
-from keras_albert.text.pretraining.records import decode_record
-from keras_albert.text.pretraining.vocabulary import TokenizerLike
+from keras_albert.pretraining.data.records import decode_record
+from keras_albert.pretraining.data.vocabulary import TokenizerLike
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

@@ -3,7 +3,7 @@
 training outputs, Hugging Face and original TF1 checkpoints).
 
 The pretraining driver calls `initial_pretrainer(options)` and `copy_initial_weights(...)`
-(fine-tuning's counterpart is `keras_albert.finetuning.initial_weights`).
+(the fine-tuning driver loads its backbone through the same resolver).
 """
 
 from __future__ import annotations
@@ -11,10 +11,7 @@ from __future__ import annotations
 from keras_albert.config import AlbertConfig
 from keras_albert.convert import load_checkpoint, resolve_config
 from keras_albert.models import AlbertBackbone, AlbertPretrainer
-from keras_albert.training.options import PretrainingOptions
-
-# ------------------------------------------------------------------------------------------
-# Pretraining: the config, and the model to copy initial weights from.
+from keras_albert.pretraining.options import PretrainingOptions
 
 
 def initial_pretrainer(options: PretrainingOptions):

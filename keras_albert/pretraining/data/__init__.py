@@ -15,9 +15,9 @@ Modules, in the order the data flows (imports point down this list):
 `dataset` imports TensorFlow; the rest import it only when writing or reading records.
 """
 
-from keras_albert.text.pretraining.config import PretrainingDataConfig
-from keras_albert.text.pretraining.documents import Document, expand_inputs, iter_documents
-from keras_albert.text.pretraining.records import (
+from keras_albert.pretraining.data.config import PretrainingDataConfig
+from keras_albert.pretraining.data.documents import Document, expand_inputs, iter_documents
+from keras_albert.pretraining.data.records import (
     PretrainingExample,
     RecordLayout,
     count_records,
@@ -25,9 +25,9 @@ from keras_albert.text.pretraining.records import (
     encode_example,
     inspect_records,
 )
-from keras_albert.text.pretraining.summary import PretrainingDataSummary
-from keras_albert.text.pretraining.vocabulary import TokenizerLike
-from keras_albert.text.pretraining.writer import create_pretraining_data, shard_paths
+from keras_albert.pretraining.data.summary import PretrainingDataSummary
+from keras_albert.pretraining.data.vocabulary import TokenizerLike
+from keras_albert.pretraining.data.writer import create_pretraining_data, shard_paths
 
 __all__ = [
     "Document",

@@ -26,8 +26,8 @@ import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
 
-from keras_albert.text.pretraining.config import PretrainingDataConfig
-from keras_albert.text.pretraining.vocabulary import TokenizerLike
+from keras_albert.pretraining.data.config import PretrainingDataConfig
+from keras_albert.pretraining.data.vocabulary import TokenizerLike
 
 _BINARY_PROBE_BYTES = 8192
 TEXT_SUFFIXES = (".txt", ".text", ".raw")

@@ -18,18 +18,18 @@ import pytest
 import tensorflow as tf
 
 from keras_albert import AlbertBackbone, AlbertPretrainer, load_checkpoint
-from keras_albert.text.pretraining.dataset import make_pretraining_dataset
-from keras_albert.training.lamb import Lamb
-from keras_albert.training.losses import MaskedLMLoss, sentence_order_loss
-from keras_albert.training.pretraining import (
+from keras_albert.pretraining.data.dataset import make_pretraining_dataset
+from keras_albert.pretraining.driver import (
     PretrainingOptions,
     inspect_records,
     make_datasets,
     pretrain,
 )
-from keras_albert.training.pretraining_objective import compile_pretrainer
-from keras_albert.training.pretraining_streams import dynamic_masking_for, layout_for_options
+from keras_albert.pretraining.objective import compile_pretrainer
+from keras_albert.pretraining.streams import dynamic_masking_for, layout_for_options
+from keras_albert.training.lamb import Lamb
 from tests.helpers import TINY
+from tests.pretraining.test_losses import log_softmax
 
 SEQUENCE_LENGTH = 16
 MAX_PREDICTIONS = 4
@@ -138,38 +138,6 @@ def options(tmp_path, records, **changes):
     )
     values.update(changes)
     return PretrainingOptions(**values)
-
-
-def log_softmax(logits):
-    shifted = logits - logits.max(-1, keepdims=True)
-    return shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
-
-
-def test_masked_lm_loss_is_the_originals_weighted_mean():
-    rng = np.random.default_rng(0)
-    logits = rng.standard_normal((3, 4, 11)).astype("float32")
-    labels = rng.integers(0, 11, (3, 4))
-    weights = np.array([[1, 1, 0, 0], [1, 1, 1, 1], [1, 0, 0, 0]], "float32")
-    nll = -np.take_along_axis(log_softmax(logits), labels[..., None], -1)[..., 0]
-    expected = (weights * nll).sum() / (weights.sum() + 1e-5)
-    loss = MaskedLMLoss()(labels, logits, sample_weight=weights)
-    np.testing.assert_allclose(float(loss), expected, rtol=1e-6)
-    # Keras's own reduction would divide by all 12 slots: a different number.
-    assert abs(expected - (weights * nll).sum() / 12) > 0.1
-    # No real prediction: 0, not NaN (the 1e-5).
-    assert float(MaskedLMLoss()(labels, logits, sample_weight=np.zeros_like(weights))) == 0.0
-    assert MaskedLMLoss.from_config(MaskedLMLoss().get_config()).get_config() == {
-        "name": "masked_lm_loss",
-        "dtype": "float32",
-    }
-
-
-def test_sentence_order_loss_is_the_mean_cross_entropy():
-    rng = np.random.default_rng(1)
-    logits = rng.standard_normal((5, 2)).astype("float32")
-    labels = np.array([0, 1, 1, 0, 1])
-    expected = -np.take_along_axis(log_softmax(logits), labels[:, None], -1).mean()
-    np.testing.assert_allclose(float(sentence_order_loss()(labels, logits)), expected, rtol=1e-6)
 
 
 @pytest.mark.parametrize("sop_weight", [1.0, 2.5])
@@ -610,7 +578,7 @@ def test_a_checkpoint_without_dropout_state_resumes_with_one_line(
     run = options(tmp_path, records, config=config, train_steps=20)
     with monkeypatch.context() as patch:  # the checkpoint as the driver wrote it before
         old = lambda model, optimizer: tf.train.Checkpoint(model=model, optimizer=optimizer)  # noqa: E731
-        patch.setattr("keras_albert.training.pretraining.training_checkpoint", old)
+        patch.setattr("keras_albert.pretraining.driver.training_checkpoint", old)
         pretrain(run)
     final = final_weights(run)
     back_to(run.output_dir, 10)

@@ -1,11 +1,12 @@
-"""The pretraining driver: MLM + SOP through `loop.TrainingLoop`, under any strategy, resumable.
+"""The pretraining driver: MLM + SOP through `training.loop.TrainingLoop`, under any strategy,
+resumable.
 
 `pretrain(PretrainingOptions(...))` builds the strategy, checks its inputs, builds the model,
 `Lamb` with `WarmupPolynomialDecay` and the datasets under `strategy.scope()`, resumes from the
 last checkpoint in `output_dir` if there is one (else initializes from `init_checkpoint` if
 given), trains with the loop (the same path under every strategy; one log interval at a time,
-`pretraining_intervals`) and writes a summary. The MLM + SOP objective is
-`pretraining_objective`, the input streams `pretraining_streams`.
+`pretraining.intervals`) and writes a summary. The MLM + SOP objective is
+`pretraining.objective`, the input streams `pretraining.streams`.
 
 What `output_dir` holds:
 
@@ -52,20 +53,13 @@ import tensorflow as tf
 
 from keras_albert.config import AlbertConfig
 from keras_albert.models import AlbertBackbone, AlbertPretrainer
-from keras_albert.text.normalization import changed_normalization
-from keras_albert.text.pretraining.dataset import DynamicMasking
-from keras_albert.text.pretraining.records import RecordLayout, inspect_records
-from keras_albert.training import run_directory
-from keras_albert.training.checkpoints import training_checkpoint
-from keras_albert.training.clipping import adamw
-from keras_albert.training.initial_weights import copy_initial_weights, initial_pretrainer
-from keras_albert.training.lamb import Lamb
-from keras_albert.training.loop import TrainingLoop
-from keras_albert.training.loss_scale import checkpointed_optimizer, optimizer_for_precision
-from keras_albert.training.options import PretrainingOptions
-from keras_albert.training.pretraining_intervals import evaluate_pretrainer, train_in_intervals
-from keras_albert.training.pretraining_objective import compile_pretrainer, pretraining_replica_fn
-from keras_albert.training.pretraining_streams import (
+from keras_albert.pretraining.data.dataset import DynamicMasking
+from keras_albert.pretraining.data.records import RecordLayout, inspect_records
+from keras_albert.pretraining.initial_weights import copy_initial_weights, initial_pretrainer
+from keras_albert.pretraining.intervals import evaluate_pretrainer, train_in_intervals
+from keras_albert.pretraining.objective import compile_pretrainer, pretraining_replica_fn
+from keras_albert.pretraining.options import PretrainingOptions
+from keras_albert.pretraining.streams import (
     check_first_batch,
     dynamic_masking_for,
     eval_dataset,
@@ -73,6 +67,13 @@ from keras_albert.training.pretraining_streams import (
     make_datasets,
     require_same_layout,
 )
+from keras_albert.text.normalization import changed_normalization
+from keras_albert.training import run_directory
+from keras_albert.training.checkpoints import training_checkpoint
+from keras_albert.training.clipping import adamw
+from keras_albert.training.lamb import Lamb
+from keras_albert.training.loop import TrainingLoop
+from keras_albert.training.loss_scale import checkpointed_optimizer, optimizer_for_precision
 from keras_albert.training.progress import format_duration
 from keras_albert.training.schedule import WarmupPolynomialDecay
 from keras_albert.training.strategy import (

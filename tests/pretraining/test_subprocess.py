@@ -15,7 +15,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tests.training.test_pretraining import back_to, write_config, write_records
+from tests.pretraining.test_driver import back_to, write_config, write_records
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TOOL = REPO_ROOT / "tools" / "pretrain.py"
@@ -218,7 +218,7 @@ import numpy as np
 import tensorflow as tf
 (cpu,) = tf.config.list_physical_devices("CPU")
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-from keras_albert.training.losses import MaskedLMLoss
+from keras_albert.pretraining.losses import MaskedLMLoss
 data = np.load(sys.argv[1])
 strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
 loss = MaskedLMLoss(dtype="float64")

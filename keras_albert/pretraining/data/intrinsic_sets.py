@@ -13,9 +13,9 @@ import dataclasses
 import os
 from collections.abc import Callable
 
-from keras_albert.text.pretraining.config import PretrainingDataConfig
-from keras_albert.text.pretraining.vocabulary import TokenizerLike
-from keras_albert.text.pretraining.writer import create_pretraining_data
+from keras_albert.pretraining.data.config import PretrainingDataConfig
+from keras_albert.pretraining.data.vocabulary import TokenizerLike
+from keras_albert.pretraining.data.writer import create_pretraining_data
 
 SENTENCE_PAIR_TASKS = ("sop", "nsp")
 

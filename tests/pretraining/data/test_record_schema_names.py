@@ -1,4 +1,4 @@
-"""Only `text/pretraining/records.py` (and the `convert/` tables) spell the original record names.
+"""Only `pretraining/data/records.py` (and the `convert/` tables) spell the original record names.
 
 `export/tfhub.py` is exempt too: it speaks Model Garden's TF-Hub interface, whose input names
 (`input_mask`, `masked_lm_positions`) are a foreign format's, as the `convert/` tables'.
@@ -10,9 +10,10 @@ are our names too and are not checked.
 """
 
 import os
+import pathlib
 import re
 
-PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "keras_albert")
+PACKAGE = os.path.join(pathlib.Path(__file__).resolve().parents[3], "keras_albert")
 ORIGINAL_NAMES = (
     "input_ids",
     "input_mask",
@@ -21,7 +22,7 @@ ORIGINAL_NAMES = (
     "masked_lm_weights",
     "next_sentence_labels",
 )
-SCHEMA = os.path.join("text", "pretraining", "records.py")
+SCHEMA = os.path.join("pretraining", "data", "records.py")
 EXEMPT_FOLDERS = ("convert",)
 EXEMPT_MODULES = (os.path.join("export", "tfhub.py"),)
 

@@ -1,4 +1,4 @@
-"""The options of the two drivers, checked when made: `PretrainingOptions`, `FinetuningOptions`.
+"""The pretraining driver's options, checked when made: `PretrainingOptions`.
 
 Each field is one flag of its tool (`keras_albert.cli.add_options`): the default is written
 here once, the help is the field's entry in the class docstring.
@@ -10,6 +10,7 @@ import dataclasses
 import math
 
 from keras_albert.cli import VOCABULARY_METADATA, parse_bool_or_auto
+from keras_albert.training.precision import PRECISIONS
 from keras_albert.validation import (
     require_any,
     require_divisible,
@@ -21,14 +22,11 @@ from keras_albert.validation import (
 )
 
 _VERBOSITY = {"choices": (0, 1, 2)}
-# What `precision` may be, for both drivers (`strategy.choose_precision_policy` says what each
-# means; None: the device's default).
-PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16", "auto")
 
 
 @dataclasses.dataclass(frozen=True)
 class PretrainingOptions:
-    """Everything one pretraining run needs (`keras_albert.training.pretraining.pretrain`).
+    """Everything one pretraining run needs (`keras_albert.pretraining.driver.pretrain`).
 
     Args:
         train_data: glob (or comma-separated globs) of pretraining TFRecords in the original

@@ -6,9 +6,9 @@ import random
 import numpy as np
 import pytest
 
-from keras_albert.text.pretraining import PretrainingDataConfig
-from keras_albert.text.pretraining.pairs import create_examples_from_document
-from keras_albert.text.pretraining.vocabulary import TokenTables
+from keras_albert.pretraining.data import PretrainingDataConfig
+from keras_albert.pretraining.data.pairs import create_examples_from_document
+from keras_albert.pretraining.data.vocabulary import TokenTables
 from keras_albert.text.tokenizer import AlbertTokenizer
 from tests.text._paths import ALBERT_SPM
 

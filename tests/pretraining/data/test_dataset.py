@@ -8,20 +8,20 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_albert.text.pretraining import (
+from keras_albert.pretraining.data import (
     PretrainingDataConfig,
     create_pretraining_data,
     decode_record,
 )
-from keras_albert.text.pretraining.dataset import (
+from keras_albert.pretraining.data.dataset import (
     DynamicMasking,
     dynamic_mask,
     make_pretraining_dataset,
 )
-from keras_albert.text.pretraining.records import pad_example
+from keras_albert.pretraining.data.records import pad_example
 from keras_albert.text.tokenizer import AlbertTokenizer
+from tests.pretraining.data._helpers import AUSTEN, word_ranges
 from tests.text._paths import ALBERT_SPM
-from tests.text._pretraining_helpers import AUSTEN, word_ranges
 
 SEQ, PRED = 32, 5
 

@@ -2,7 +2,7 @@
 interval (`log_every_steps` steps) at a time.
 
 `train_in_intervals` runs the loop's compiled calls one at a time, so that a signal is honoured
-between two of them (what the run then does: `keras_albert.training.pretraining`). Each interval
+between two of them (what the run then does: `keras_albert.pretraining.driver`). Each interval
 ends in one log row (the mean loss, the task losses and accuracies over every prediction, the
 learning rate the last update used and, every `eval_every_steps`, the held-out evaluation) that
 the callbacks take: `StepCheckpoints`, and on the chief `history.csv`, TensorBoard and the
@@ -17,13 +17,13 @@ import time
 
 import tensorflow as tf
 
+from keras_albert.pretraining.losses import pretraining_logs
+from keras_albert.pretraining.options import PretrainingOptions
+from keras_albert.pretraining.streams import make_datasets
 from keras_albert.training import run_directory
 from keras_albert.training.interruption import StopSignals
 from keras_albert.training.logs import HistoryCsv, TensorBoardLogs
 from keras_albert.training.loop import TrainingLoop, run_callbacks
-from keras_albert.training.losses import pretraining_logs
-from keras_albert.training.options import PretrainingOptions
-from keras_albert.training.pretraining_streams import make_datasets
 from keras_albert.training.progress import StepProgress
 from keras_albert.training.schedule import learning_rate_at
 

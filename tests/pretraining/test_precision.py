@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_albert.training.pretraining import pretrain
-from tests.training.test_pretraining import options, write_config, write_records
+from keras_albert.pretraining.driver import pretrain
+from tests.pretraining.test_driver import options, write_config, write_records
 
 # Mean loss per 5 steps of 30, learning rate 1e-2. Observed against float32 on an AVX512-BF16
 # CPU: bfloat16 within 3e-4, float16 within 1e-4 (the tiny model's sums are short; ALBERT-base
