@@ -1,7 +1,7 @@
 """What a checkpoint source is: `detect_format` tells the forms `load_checkpoint` reads apart
-(`FORMATS`, `ACCEPTED_FORMS`), and a training output's run files are read here."""
+(`FORMATS`, `ACCEPTED_FORMS`), and which run files a training output holds (`RUN_FILES`, read
+by `keras_albert.training.run_directory.read_record`)."""
 
-import json
 import os
 
 import tensorflow as tf
@@ -98,12 +98,3 @@ def training_output_model(directory: str) -> str | None:
 def latest_training_checkpoint(directory: str) -> str | None:
     checkpoints = os.path.join(directory, "checkpoints")
     return tf.train.latest_checkpoint(checkpoints) if os.path.isdir(checkpoints) else None
-
-
-def read_run_file(directory: str, name: str) -> dict:
-    path = os.path.join(directory, name)
-    if not os.path.isfile(path):
-        return {}
-    with open(path, encoding="utf-8") as file:
-        values = json.load(file)
-    return values if isinstance(values, dict) else {}

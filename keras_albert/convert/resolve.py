@@ -41,7 +41,6 @@ from keras_albert.convert.formats import (
     RUN_FILES,
     detect_format,
     latest_training_checkpoint,
-    read_run_file,
     training_output_model,
 )
 from keras_albert.convert.huggingface import (
@@ -66,6 +65,7 @@ from keras_albert.tasks.registry import (
     get_task_type,
     model_kind_of,
 )
+from keras_albert.training.run_directory import read_record
 from keras_albert.validation import require_int, require_one_of
 
 
@@ -289,7 +289,7 @@ def _recorded_config(directory: str) -> AlbertConfig:
     """The architecture a pretraining run recorded: `config` (the AlbertConfig's fields, or a
     config path) or `preset` in run.json, else summary.json's `config`."""
     for name in RUN_FILES:
-        recorded = read_run_file(directory, name)
+        recorded = read_record(directory, name) or {}
         if isinstance(recorded.get("config"), dict):
             return AlbertConfig.from_dict(recorded["config"])
         for key in ("config", "preset"):

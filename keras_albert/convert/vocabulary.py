@@ -3,13 +3,12 @@
 
 import os
 
-from keras_albert.convert.formats import RUN_FILES, detect_format, read_run_file
+from keras_albert.convert.formats import RUN_FILES, detect_format
 from keras_albert.convert.keras_hub import find_keras_hub_sentencepiece_model
 from keras_albert.text.normalization import NORMALIZATION_DEFAULTS
+from keras_albert.training.run_directory import read_record, read_run_file
 from keras_albert.validation import require_file, require_one_of
 
-# The tokenizer's vocabulary file in run.json: `sentencepiece_model` is its name before WordPiece.
-_VOCABULARY_KEYS = ("vocabulary", "sentencepiece_model")
 # WordPiece vocabularies as releases name them: the original Chinese ALBERT releases',
 # Hugging Face's and brightmart/albert_zh's (and fine-tuning's copy of a WordPiece vocabulary).
 WORDPIECE_VOCABULARY_NAMES = ("vocab_chinese.txt", "vocab.txt")
@@ -17,7 +16,8 @@ WORDPIECE_VOCABULARY_NAMES = ("vocab_chinese.txt", "vocab.txt")
 
 def find_vocabulary(source: str | os.PathLike | None) -> str | None:
     """The tokenizer's vocabulary file of a checkpoint, or `None`: the one named by the
-    `run.json` beside it (`vocabulary`, or the older `sentencepiece_model`), else the only
+    `run.json` beside it (`vocabulary`, or the older `sentencepiece_model`) where that file
+    exists, else the only
     `*.model` file beside it (a release's `30k-clean.model`, HF's `spiece.model`, fine-tuning's
     `tokenizer.model`), else a WordPiece vocabulary beside it (`WORDPIECE_VOCABULARY_NAMES`:
     a Chinese release's `vocab_chinese.txt`, an HF directory's `vocab.txt`), or a keras-hub
@@ -35,10 +35,16 @@ def find_vocabulary(source: str | os.PathLike | None) -> str | None:
         directory = os.path.join(source, "assets")  # a SavedModel keeps its files there
         if not os.path.isdir(directory):
             return None
-    recorded = read_run_file(directory, "run.json")
-    for key in _VOCABULARY_KEYS:
-        if recorded.get(key):
-            return recorded[key]
+    recorded = (read_run_file(directory) or {}).get("vocabulary")
+    if recorded and os.path.isfile(recorded):
+        return recorded
+    # A run's own copy (fine-tuning writes one: the directory is self-contained when the
+    # recorded path is another machine's), or a release's file.
+    beside = _vocabulary_beside(directory)
+    return beside if beside is not None else recorded or None
+
+
+def _vocabulary_beside(directory: str) -> str | None:
     models = sorted(name for name in os.listdir(directory or ".") if name.endswith(".model"))
     if models:
         return os.path.join(directory, models[0]) if len(models) == 1 else None
@@ -84,8 +90,9 @@ def resolve_normalization(
     if source is not None and detect_format(os.fspath(source)) != "preset":
         source = os.fspath(source)
         directory = source if os.path.isdir(source) else os.path.dirname(source)
-        for name in reversed(RUN_FILES):  # run.json wins
-            recorded.update(read_run_file(directory, name))
+        for name in reversed(RUN_FILES):  # run.json wins, where it records a value
+            found = read_record(directory, name) or {}
+            recorded.update({key: value for key, value in found.items() if value is not None})
     given = {"lowercase": lowercase, "strip_accents": strip_accents}
     resolved = {}
     for name, default in NORMALIZATION_DEFAULTS.items():

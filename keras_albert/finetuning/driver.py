@@ -20,7 +20,8 @@ What `output_dir` holds:
     checkpoints/ckpt-N       the model, optimizer, dropout state and progress (evaluations so
                              far, the best value, the current stretch's sums) at step N: after
                              every evaluation, every `checkpoint_every_steps` and on SIGTERM
-    checkpoints/run.json     the options that fix the run (a resume must match them)
+    run.json                 the options that fix the run (a resume must match them; runs
+                             before this layout wrote checkpoints/run.json, still read)
     run.lock                 while a run holds the directory (one run at a time)
     best.keras               the task model with the best main metric so far
     history.csv              one row per evaluation: step, train loss/metrics (means over the
@@ -73,7 +74,7 @@ import tensorflow as tf
 from keras_albert.convert import load_checkpoint, require_vocabulary, resolve_normalization
 from keras_albert.finetuning.elastic_depth import elastic_replica_fn
 from keras_albert.finetuning.options import FinetuningOptions
-from keras_albert.finetuning.task_choice import choose_task, make_task, run_record
+from keras_albert.finetuning.task_choice import choose_task, make_task
 from keras_albert.tasks.recipes import epoch_plan, resolve_recipe
 from keras_albert.text.normalization import changed_normalization
 from keras_albert.training import run_directory
@@ -84,11 +85,10 @@ from keras_albert.training.interruption import StopSignals
 from keras_albert.training.logs import HistoryCsv, TensorBoardLogs
 from keras_albert.training.loop import TrainingLoop, replica_share, run_callbacks
 from keras_albert.training.loss_scale import optimizer_for_precision
+from keras_albert.training.run import started_run
 from keras_albert.training.schedule import WarmupPolynomialDecay, learning_rate_at
 from keras_albert.training.strategy import (
-    build_strategy,
     choose_precision_policy,
-    is_chief,
     num_workers,
     resolve_jit_compile,
     worker_output,
@@ -96,8 +96,9 @@ from keras_albert.training.strategy import (
 
 __all__ = ["FinetuningOptions", "build_optimizer", "finetune"]
 
-# The options a resumed run may change: they change neither the weights trained nor the
-# evaluations. Every other option fixes the run (a new one too, unless added here).
+# The options a resumed run may change (`run_directory.run_record`, one policy for both
+# drivers): they change neither the weights trained nor the evaluations. Every other option
+# fixes the run (a new one too, unless added here), the task type's own ones included.
 RUN_FREE_OPTIONS = (
     "output_dir",
     "test_data",
@@ -112,7 +113,15 @@ RUN_FREE_OPTIONS = (
     "force",
 )
 # What `force` removes of an earlier run (the predictions files are rewritten at the end).
-RUN_OUTPUTS = ("checkpoints", "history.csv", "logs", "best.keras", "metrics.json", "summary.json")
+RUN_OUTPUTS = (
+    "checkpoints",
+    "run.json",
+    "history.csv",
+    "logs",
+    "best.keras",
+    "metrics.json",
+    "summary.json",
+)
 
 
 def finetune(options: FinetuningOptions) -> dict:
@@ -120,21 +129,21 @@ def finetune(options: FinetuningOptions) -> dict:
     returns the summary (also `summary.json`)."""
     # An unknown task, or options it cannot take, fail before any work.
     _, options = choose_task(options)
-    # First: MultiWorkerMirroredStrategy must be made before TensorFlow runs any op.
-    strategy = build_strategy(
-        options.strategy, **({"tpu_address": options.tpu_address} if options.tpu_address else {})
-    )
-    chief = is_chief(strategy)
-    if options.pad_to_multiple_of is not None and isinstance(strategy, tf.distribute.TPUStrategy):
-        raise ValueError(
-            "`pad_to_multiple_of` must be None on TPUs (they compile one static shape). "
-            f"Received: pad_to_multiple_of={options.pad_to_multiple_of}"
-        )
-    # Seed before any tokenizer: seeding clears TensorFlow's kernel cache, which drops the
-    # SentencePiece resource of a tokenizer made earlier ("SentencepieceOp ... does not exist").
-    keras.utils.set_random_seed(options.seed)
-    run_directory.check_output_dir(options.output_dir)
-    with run_directory.run_lock(options.output_dir, hold=chief):
+    with started_run(options.output_dir, options.strategy, options.tpu_address) as (
+        strategy,
+        chief,
+    ):
+        if options.pad_to_multiple_of is not None and isinstance(
+            strategy, tf.distribute.TPUStrategy
+        ):
+            raise ValueError(
+                "`pad_to_multiple_of` must be None on TPUs (they compile one static shape). "
+                f"Received: pad_to_multiple_of={options.pad_to_multiple_of}"
+            )
+        # Seed before any tokenizer: seeding clears TensorFlow's kernel cache, which drops the
+        # SentencePiece resource of a tokenizer made earlier ("SentencepieceOp ... does not
+        # exist").
+        keras.utils.set_random_seed(options.seed)
         return _finetune(options, strategy, chief)
 
 
@@ -224,10 +233,10 @@ def _check_run(options: FinetuningOptions, strategy) -> _CheckedRun:
     from keras_albert.text.tokenizer import AlbertTokenizer
 
     checkpoints_dir = os.path.join(options.output_dir, "checkpoints")
-    run_options = run_record(options, RUN_FREE_OPTIONS)
+    run_options = run_directory.run_record(options, RUN_FREE_OPTIONS)
     resuming = not options.force and tf.train.latest_checkpoint(checkpoints_dir) is not None
     run_directory.check_run_file(
-        checkpoints_dir, run_options, resuming, remedy="`force` to start over"
+        options.output_dir, run_options, resuming, remedy="`force` to start over"
     )
     # Recorded, never compared: the weights are float32 in every precision.
     policy = choose_precision_policy(strategy, options.precision)
@@ -300,7 +309,7 @@ def _prepare_output_dir(options: FinetuningOptions, run: _CheckedRun) -> None:
         if removed:
             print(f"keras_albert: force: removed {', '.join(removed)} of {options.output_dir}")
     run_directory.prepare_output_dir(options.output_dir)
-    run_directory.write_run_file(run.checkpoints_dir, run.run_options)
+    run_directory.write_run_file(options.output_dir, run.run_options)
 
 
 def _restore(run: _CheckedRun, checkpoint, optimizer) -> int | None:

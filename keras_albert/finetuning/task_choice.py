@@ -52,19 +52,6 @@ def make_task(options: FinetuningOptions, tokenizer) -> FinetuningTask:
     return task_type.finetuning_task_class()(options, tokenizer)
 
 
-def run_record(options: FinetuningOptions, free: tuple[str, ...]) -> dict:
-    """The options that fix a run, flat (the task options beside the others, as `run.json`
-    has always recorded them): every field but `free` ones."""
-    record = {
-        field.name: getattr(options, field.name)
-        for field in dataclasses.fields(options)
-        if field.name not in free and field.name != "task_options"
-    }
-    if options.task_options is not None:
-        record.update(dataclasses.asdict(options.task_options))
-    return record
-
-
 def add_task_options(parser: argparse.ArgumentParser) -> None:
     """One group of flags per task type with options; given only when the user gives them."""
     for task_type in TASK_TYPES:

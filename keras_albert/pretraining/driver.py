@@ -75,11 +75,10 @@ from keras_albert.training.lamb import Lamb
 from keras_albert.training.loop import TrainingLoop
 from keras_albert.training.loss_scale import checkpointed_optimizer, optimizer_for_precision
 from keras_albert.training.progress import format_duration
+from keras_albert.training.run import started_run
 from keras_albert.training.schedule import WarmupPolynomialDecay
 from keras_albert.training.strategy import (
-    build_strategy,
     choose_precision_policy,
-    is_chief,
     num_workers,
     resolve_jit_compile,
     worker_output,
@@ -93,25 +92,32 @@ __all__ = [
     "pretrain",
 ]
 
-# Options that fix the data stream and the schedule: a resumed run must not change them.
-RUN_DEFINING_OPTIONS = (
-    "train_data",
-    "input_sharding",
-    "train_steps",
-    "batch_size",
-    "learning_rate",
-    "warmup_steps",
-    "end_learning_rate",
-    "poly_power",
-    "start_warmup_step",
-    "optimizer",
-    "dynamic_masking",
-    "vocabulary",
-    "masked_lm_prob",
-    "max_ngram",
-    "max_predictions_per_sequence",
-    "seed",
-    "shuffle_buffer_size",
+# The options a resumed run may change (`run_directory.run_record`, one policy for both
+# drivers): where output goes, how it is logged and evaluated, on what devices and in what
+# precision; the architecture and the initial weights are checked otherwise (`run.json`'s
+# config; a resumed run restores its own weights). Every other option fixes the run, a new
+# one too unless it is added here.
+RUN_FREE_OPTIONS = (
+    "output_dir",
+    "preset",
+    "config",
+    "init_checkpoint",
+    "eval_data",
+    "eval_steps",
+    "eval_every_steps",
+    "strategy",
+    "tpu_address",
+    "precision",
+    "lowercase",
+    "strip_accents",
+    "sequence_length",
+    "steps_per_execution",
+    "jit_compile",
+    "log_every_steps",
+    "checkpoint_every_steps",
+    "keep_checkpoints",
+    "deterministic",
+    "verbose",
 )
 
 
@@ -125,15 +131,12 @@ def pretrain(options: PretrainingOptions) -> dict:
     directory (not writable), a resumed run whose run-defining options changed.
     """
     started = time.perf_counter()
-    run_directory.check_output_dir(options.output_dir)
     if options.deterministic:
         tf.config.experimental.enable_op_determinism()
-    # First: MultiWorkerMirroredStrategy must be made before TensorFlow runs any op.
-    strategy = build_strategy(
-        options.strategy, **({"tpu_address": options.tpu_address} if options.tpu_address else {})
-    )
-    chief = is_chief(strategy)
-    with run_directory.run_lock(options.output_dir, hold=chief):
+    with started_run(options.output_dir, options.strategy, options.tpu_address) as (
+        strategy,
+        chief,
+    ):
         return _pretrain(options, strategy, chief, started)
 
 
@@ -232,7 +235,7 @@ def _check_run(
 
 def _run_options(options: PretrainingOptions, strategy) -> dict:
     """Returns what `run.json` records before the architecture and the precision are known."""
-    run_options = {name: getattr(options, name) for name in RUN_DEFINING_OPTIONS}
+    run_options = run_directory.run_record(options, RUN_FREE_OPTIONS)
     # Not run-defining, but read back by fine-tuning and the export (resolve_normalization).
     run_options.update(changed_normalization(options))
     if options.input_sharding == "files":  # each worker's stream depends on their number

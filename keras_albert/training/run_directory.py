@@ -7,6 +7,7 @@ TensorFlow registers (`gs://...`)."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import json
 import os
@@ -21,6 +22,8 @@ from keras_albert.text.files import is_remote, write_text_atomically
 from keras_albert.training.checkpoints import restore_training_checkpoint
 
 RUN_FILE = "run.json"
+# Where fine-tuning wrote its run.json before both drivers wrote it in the output directory.
+_LEGACY_RUN_FILE_DIRECTORY = "checkpoints"
 LOCK_FILE = "run.lock"
 # Names an earlier run.json used → today's (so runs started before the renames resume).
 _RENAMED_RUN_KEYS = {
@@ -86,17 +89,47 @@ def write_summary(output_dir: str, summary: dict) -> str:
     return text
 
 
-def read_run_file(directory: str) -> dict | None:
-    """The options recorded in `directory/run.json` under today's names, or None."""
-    path = os.path.join(directory, RUN_FILE)
+def read_record(directory: str, name: str = RUN_FILE) -> dict | None:
+    """The JSON object `directory/name` records (`run.json`, `summary.json`), its keys under
+    today's names; None when there is no such file (or it holds no object)."""
+    path = os.path.join(directory, name)
     if not tf.io.gfile.exists(path) or tf.io.gfile.isdir(path):
         return None
     with tf.io.gfile.GFile(path, "r") as f:
         recorded = json.load(f)
+    if not isinstance(recorded, dict):
+        return None
     # A key is renamed only when the file lacks its new name (a record that has both is of
     # today's options, where the old name may be a field of its own).
     renamed = {old: new for old, new in _RENAMED_RUN_KEYS.items() if new not in recorded}
     return {renamed.get(key, key): value for key, value in recorded.items()}
+
+
+def read_run_file(output_dir: str) -> dict | None:
+    """The options a run in `output_dir` recorded (`output_dir/run.json`, for every driver;
+    fine-tuning wrote `checkpoints/run.json` before), under today's names, or None."""
+    for directory in (output_dir, os.path.join(output_dir, _LEGACY_RUN_FILE_DIRECTORY)):
+        recorded = read_record(directory)
+        if recorded is not None:
+            return recorded
+    return None
+
+
+def run_record(options, free: tuple[str, ...]) -> dict:
+    """What `run.json` records of a driver's options dataclass: every field but the `free` ones
+    (those a resumed run may change: where output goes, how it is logged, on what devices), so
+    that a new option fixes the run unless its driver lists it as free. A nested options
+    dataclass (fine-tuning's `task_options`) is recorded flat, beside the others."""
+    record = {}
+    for field in dataclasses.fields(options):
+        value = getattr(options, field.name)
+        if field.name in free:
+            continue
+        if dataclasses.is_dataclass(value):
+            record.update(run_record(value, free))
+        else:
+            record[field.name] = value
+    return record
 
 
 def check_run_file(
