@@ -9,7 +9,7 @@ options and `defaults.py`, one folder each) are in `keras_albert.tasks`, listed 
 `keras_albert.tasks.registry.TASK_TYPES`.
 """
 
-import importlib
+from keras_albert.lazy import lazy_names
 
 # Where each public name lives; imported when first used, so that importing the options does
 # not load the driver.
@@ -21,8 +21,4 @@ _PUBLIC = {
 }
 __all__ = sorted(_PUBLIC)
 
-
-def __getattr__(name: str):
-    if name in _PUBLIC:
-        return getattr(importlib.import_module(f"{__name__}.{_PUBLIC[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, _PUBLIC)

@@ -18,7 +18,7 @@ Modules, imports pointing down this list:
     data/               the records: making them and reading them; imports nothing above it
 """
 
-import importlib
+from keras_albert.lazy import lazy_names
 
 # Where each public name lives; imported when first used, so that the data tools
 # (`keras_albert.pretraining.data`) load neither the driver nor the training engine.
@@ -28,8 +28,4 @@ _PUBLIC = {
 }
 __all__ = sorted(_PUBLIC)
 
-
-def __getattr__(name: str):
-    if name in _PUBLIC:
-        return getattr(importlib.import_module(f"{__name__}.{_PUBLIC[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, _PUBLIC)

@@ -16,6 +16,8 @@ import tensorflow as tf
 
 from keras_albert.serving.precision import ModelCall
 from keras_albert.serving.saved_model import (
+    SERVE_TOKEN_IDS,
+    SERVING_DEFAULT,
     Untracked,
     captured_variables,
     checked_text_inputs,
@@ -84,6 +86,24 @@ class TaskServingModule(tf.Module):
         """The token inputs, with assertions that the model can embed them."""
         config = self.model.backbone.albert_config
         return checked_token_inputs(config, token_ids, segment_ids, padding_mask)
+
+    def text_endpoints(self, serve) -> dict:
+        """The endpoints of a module whose requests are one text per example:
+        `serving_default` (`text`, `tf.string [batch]`, answered by `serve(text)`) and
+        `serve_token_ids` (`token_outputs` of the checked token inputs)."""
+
+        def serve_text(text):
+            return serve(text)
+
+        def serve_token_ids(token_ids, segment_ids, padding_mask):
+            return self.token_outputs(
+                self.checked_token_inputs(token_ids, segment_ids, padding_mask)
+            )
+
+        return {
+            SERVING_DEFAULT: concrete(serve_text, text=string_spec(None)),
+            SERVE_TOKEN_IDS: concrete(serve_token_ids, **token_specs()),
+        }
 
     def save(self, export_dir: str | os.PathLike) -> str:
         """Writes the SavedModel to `export_dir` (which must not exist or be empty)."""

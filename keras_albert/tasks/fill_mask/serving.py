@@ -29,9 +29,6 @@ from keras_albert.models.masked_lm import masked_lm_from
 from keras_albert.serving.saved_model import SERVE_TOKEN_IDS, SERVING_DEFAULT
 from keras_albert.serving.task_serving import (
     TaskServingModule,
-    concrete,
-    string_spec,
-    token_specs,
 )
 from keras_albert.tasks.fill_mask import defaults
 from keras_albert.tasks.fill_mask.features import (
@@ -70,18 +67,7 @@ class FillMaskServingModule(TaskServingModule):
         self._finish()
 
     def _build_endpoints(self) -> dict:
-        def serve_text(text):
-            return self.fill(text)
-
-        def serve_token_ids(token_ids, segment_ids, padding_mask):
-            return self.token_outputs(
-                self.checked_token_inputs(token_ids, segment_ids, padding_mask)
-            )
-
-        return {
-            SERVING_DEFAULT: concrete(serve_text, text=string_spec(None)),
-            SERVE_TOKEN_IDS: concrete(serve_token_ids, **token_specs()),
-        }
+        return self.text_endpoints(self.fill)
 
     def pack(self, text: tf.Tensor) -> dict:
         """`[CLS] text [SEP]` token inputs of a `[batch]` string tensor, padded to the longest;

@@ -32,9 +32,6 @@ from keras_albert.models import AlbertTokenClassifier
 from keras_albert.serving.saved_model import SERVE_TOKEN_IDS, SERVING_DEFAULT
 from keras_albert.serving.task_serving import (
     TaskServingModule,
-    concrete,
-    string_spec,
-    token_specs,
 )
 from keras_albert.tasks.token_classification.features import OUTSIDE, encode_words
 from keras_albert.text.offsets import words_with_offsets_graph
@@ -64,18 +61,7 @@ class TokenClassificationServingModule(TaskServingModule):
         self._finish()
 
     def _build_endpoints(self) -> dict:
-        def serve_text(text):
-            return self.tag(text)
-
-        def serve_token_ids(token_ids, segment_ids, padding_mask):
-            return self.token_outputs(
-                self.checked_token_inputs(token_ids, segment_ids, padding_mask)
-            )
-
-        return {
-            SERVING_DEFAULT: concrete(serve_text, text=string_spec(None)),
-            SERVE_TOKEN_IDS: concrete(serve_token_ids, **token_specs()),
-        }
+        return self.text_endpoints(self.tag)
 
     def token_outputs(self, inputs: dict) -> dict:
         return {"logits": tf.cast(self.call_model(inputs), tf.float32)}  # (batch, seq, tags)
