@@ -115,12 +115,12 @@ RUN_FREE_OPTIONS = (
 # What `force` removes of an earlier run (the predictions files are rewritten at the end).
 RUN_OUTPUTS = (
     "checkpoints",
-    "run.json",
     "history.csv",
     "logs",
     "best.keras",
     "metrics.json",
     "summary.json",
+    "run.json",
 )
 
 

@@ -77,7 +77,7 @@ def test_each_task_fine_tunes_in_mixed_precision(task, precision, float16_pretra
 
     summary = json.loads((output_dir / "summary.json").read_text(encoding="utf-8"))
     assert summary["precision"] == precision
-    run_file = json.loads((output_dir / "checkpoints" / "run.json").read_text(encoding="utf-8"))
+    run_file = json.loads((output_dir / "run.json").read_text(encoding="utf-8"))
     assert run_file["precision"] == precision
     metrics = json.loads((output_dir / "metrics.json").read_text(encoding="utf-8"))
     assert summary["main_metric"] in metrics and math.isfinite(metrics[summary["main_metric"]])

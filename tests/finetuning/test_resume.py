@@ -313,7 +313,7 @@ def test_a_float32_run_resumes_in_mixed_precision(config_path, tmp_path):
             FinetuningOptions(output_dir=str(resumed), precision=precision, **options)
         )
         assert summary["resumed_from_step"] == 3 and summary["precision"] == precision
-        recorded = json.loads((resumed / "checkpoints" / "run.json").read_text())
+        recorded = json.loads((resumed / "run.json").read_text())
         assert recorded["precision"] == precision
         expected, actual = history(reference), history(resumed)
         assert [row["step"] for row in actual] == [row["step"] for row in expected]
