@@ -17,7 +17,6 @@ automatically, and an existing version is never overwritten.
 
 from __future__ import annotations
 
-import dataclasses
 import errno
 import itertools
 import os
@@ -31,6 +30,7 @@ from tensorflow_serving.config import model_server_config_pb2
 
 from keras_albert.directories import require_directory
 from keras_albert.export.modules import load_for_export, own_task_options, serving_module
+from keras_albert.export.spec import DEFAULT_WARMUP_TEXTS, BatchingParameters
 from keras_albert.serving.requests import (
     classify_request,
     predict_request,
@@ -50,11 +50,6 @@ WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
 MAX_WARMUP_RECORDS = 1000  # TF Serving reads at most this many warmup records
 MODELS_CONFIG = "models.config"
 BATCHING_PARAMETERS = "batching_parameters.txt"
-DEFAULT_WARMUP_TEXTS = (
-    "it 's a charming and often affecting journey .",
-    "The quick brown fox jumps over the lazy dog.",
-    "",
-)
 DEFAULT_WARMUP_BATCH_SIZES = (1, 2, 4, 8, 16, 32)
 
 
@@ -259,46 +254,6 @@ def write_models_config(base_dir: str | os.PathLike, base_path_prefix: str | Non
     path = os.path.join(base_dir, MODELS_CONFIG)
     write_text_atomically(path, text_format.MessageToString(config))
     return path
-
-
-@dataclasses.dataclass(frozen=True)
-class BatchingParameters:
-    """TF Serving's server-side batching (`--batching_parameters_file`, text proto).
-
-    `serving_default` and `serve_examples` take `[batch]` strings, so requests of any text
-    length batch together. `pad_variable_length_inputs` is left off: only `serve_token_ids`
-    has a variable-length dimension, and the values the server would pad it with are not
-    known to be this model's `<pad>` id and mask 0 (not checked without the server), so its
-    requests batch together only when their `seq` is equal (pad them to a common length).
-    """
-
-    max_batch_size: int = 32
-    batch_timeout_micros: int = 2000
-    max_enqueued_batches: int = 100
-    num_batch_threads: int = 4
-    allowed_batch_sizes: tuple[int, ...] = ()
-
-    def __post_init__(self):
-        for field in ("max_batch_size", "batch_timeout_micros", "max_enqueued_batches"):
-            require_int(field, getattr(self, field), 0)
-        require_positive_int("num_batch_threads", self.num_batch_threads)
-        sizes = tuple(self.allowed_batch_sizes)
-        if sizes and (sorted(sizes) != list(sizes) or sizes[-1] != self.max_batch_size):
-            raise ValueError(
-                "`allowed_batch_sizes` must increase and end with max_batch_size="
-                f"{self.max_batch_size}. Received: allowed_batch_sizes={sizes!r}"
-            )
-
-    def to_text(self) -> str:
-        lines = [
-            f"max_batch_size {{ value: {self.max_batch_size} }}",
-            f"batch_timeout_micros {{ value: {self.batch_timeout_micros} }}",
-            f"max_enqueued_batches {{ value: {self.max_enqueued_batches} }}",
-            f"num_batch_threads {{ value: {self.num_batch_threads} }}",
-        ]
-        lines += [f"allowed_batch_sizes: {size}" for size in self.allowed_batch_sizes]
-        lines.append("pad_variable_length_inputs: false")
-        return "\n".join(lines) + "\n"
 
 
 def write_batching_parameters(
