@@ -29,8 +29,13 @@ from tensorflow_serving.apis import prediction_log_pb2, regression_pb2
 from tensorflow_serving.config import model_server_config_pb2
 
 from keras_albert.directories import require_directory
-from keras_albert.export.modules import load_for_export, own_task_options, serving_module
-from keras_albert.export.spec import DEFAULT_WARMUP_TEXTS, BatchingParameters
+from keras_albert.export.modules import CheckpointSource, serving_module
+from keras_albert.export.spec import (
+    DEFAULT_WARMUP_TEXTS,
+    BatchingParameters,
+    ExportSpec,
+    resolve_spec,
+)
 from keras_albert.serving.requests import (
     classify_request,
     predict_request,
@@ -276,55 +281,41 @@ def require_model_name(name) -> None:
         raise ValueError(f"`name` must be a plain directory name. Received: name={name!r}")
 
 
+def model_directory(base_dir: str | os.PathLike, name: str) -> str:
+    """`<base_dir>/<name>`, where every export writes, once both are checked (before a
+    checkpoint is read or a module built)."""
+    require_model_name(name)
+    require_directory("base_dir", base_dir)
+    return os.path.join(os.fspath(base_dir), name)
+
+
 def export_for_serving(
     model: keras.Model,
     tokenizer: AlbertTokenizer,
     base_dir: str | os.PathLike = "saved_models",
     name: str = "albert",
-    version: int | None = None,
-    text_pair: bool = False,
-    max_sequence_length: int | None = None,
-    pad_to_max_length: bool = False,
-    class_names: Sequence[str] | None = None,
-    warmup_texts: Sequence[str | bytes] = DEFAULT_WARMUP_TEXTS,
-    warmup_text_pairs: Sequence[str | bytes] | None = None,
-    batching: BatchingParameters | None = None,
-    base_path_prefix: str | None = None,
-    precision: str = "float32",
-    num_layers: int | None = None,
-    task_options: dict | None = None,
+    spec: ExportSpec | None = None,
+    **fields,
 ) -> str:
-    """Exports `model` as version `version` (default: the next) of `<base_dir>/<name>/`.
+    """Exports `model` as version `spec.version` (default: the next) of `<base_dir>/<name>/`.
 
-    Writes the SavedModel (see `keras_albert.serving.saved_model`) and its warmup requests
-    atomically, then `models.config` and `batching_parameters.txt` in `base_dir`. Returns the
-    version's path. `task_options` are a task model's serving options (see
-    `keras_albert.export.modules.serving_module`); a task model's warmup requests are its
-    module's own (`warmup_texts` are for text classifiers).
+    Writes the SavedModel that `spec` describes (`serving_module`; `fields`: the spec's fields,
+    `resolve_spec`) and its warmup requests atomically, then `models.config` and
+    `batching_parameters.txt` in `base_dir`. Returns the version's path. A task model's warmup
+    requests are its module's own (`warmup_texts` are for text classifiers).
     """
-    require_model_name(name)
-    require_directory("base_dir", base_dir)  # before the module is built
-    module = serving_module(
-        model,
-        tokenizer,
-        max_sequence_length=max_sequence_length,
-        task_options=task_options,
-        text_pair=text_pair,
-        pad_to_max_length=pad_to_max_length,
-        class_names=class_names,
-        precision=precision,
-        num_layers=num_layers,
-    )
-    records = warmup_records(module, name, warmup_texts, warmup_text_pairs)
+    spec = resolve_spec(spec, fields, "savedmodel")
+    model_dir = model_directory(base_dir, name)  # before the module is built
+    module = serving_module(model, tokenizer, spec)
+    records = warmup_records(module, name, spec.warmup_texts, spec.warmup_text_pairs)
 
     def write(directory: str) -> None:
         module.save(directory)
         write_warmup_requests(directory, records)
 
-    base_dir = os.fspath(base_dir)
-    path = write_version(os.path.join(base_dir, name), write, version)
-    write_models_config(base_dir, base_path_prefix)
-    write_batching_parameters(base_dir, batching)
+    path = write_version(model_dir, write, spec.version)
+    write_models_config(base_dir, spec.base_path_prefix)
+    write_batching_parameters(base_dir, spec.batching)
     return path
 
 
@@ -349,38 +340,18 @@ def read_warmup_texts(path: str | os.PathLike) -> tuple[list[str], list[str]]:
 
 
 def export_checkpoint(
-    checkpoint: str | os.PathLike,
-    vocabulary: str | os.PathLike | None = None,
-    num_classes: int | None = None,
-    model_kind: str | None = None,
-    warmup_file: str | os.PathLike | None = None,
-    config=None,
-    task_options: dict | None = None,
-    lowercase: bool | None = None,
-    strip_accents: bool | None = None,
-    **options,
+    source: CheckpointSource | str | os.PathLike,
+    base_dir: str | os.PathLike = "saved_models",
+    name: str = "albert",
+    spec: ExportSpec | None = None,
+    **fields,
 ) -> str:
-    """`export_for_serving` of any checkpoint `keras_albert.convert.load_checkpoint` reads.
-
-    `vocabulary` (the tokenizer's SentencePiece model or WordPiece vocabulary) defaults to the
-    one found beside the checkpoint (`keras_albert.convert.find_vocabulary`); `model_kind`,
-    `config` and `num_classes` are `load_checkpoint`'s `model`, `config` and `num_classes`;
-    `warmup_file` gives the warmup texts (see `read_warmup_texts`); `task_options` maps a task
-    ("question_answering", "multiple_choice", ...) to its serving options, of which the loaded
-    model's task takes its own; `lowercase` and `strip_accents` (the tokenizer's, and so the
-    exported graph's, normalization) default to what the checkpoint's run recorded
-    (`keras_albert.convert.resolve_normalization`); `options` are `export_for_serving`'s
-    keyword arguments.
+    """`export_for_serving` of the model and tokenizer of `source` (a `CheckpointSource`, or
+    the path of any checkpoint `keras_albert.convert.load_checkpoint` reads, its vocabulary
+    found beside it); `spec` and `fields` as `export_for_serving`'s, and `task_options` may
+    map task type names to their options (the model's own apply).
     """
-    if "base_dir" in options:
-        require_directory("base_dir", options["base_dir"])  # before the checkpoint is read
-    if warmup_file is not None:
-        texts, pairs = read_warmup_texts(warmup_file)
-        options["warmup_texts"] = texts
-        if options.get("text_pair"):
-            options["warmup_text_pairs"] = pairs
-    model, tokenizer = load_for_export(
-        checkpoint, vocabulary, model_kind, config, num_classes, lowercase, strip_accents
-    )
-    own = own_task_options(model, task_options)
-    return export_for_serving(model, tokenizer, task_options=own, **options)
+    spec = resolve_spec(spec, fields, "savedmodel")
+    model_directory(base_dir, name)  # before the checkpoint is read
+    model, tokenizer = CheckpointSource.of(source).load()
+    return export_for_serving(model, tokenizer, base_dir, name, spec)
