@@ -54,17 +54,9 @@ from keras_albert.export.spec import (  # noqa: E402
     TFLITE_PRECISIONS,
     format_reads,
 )
-from keras_albert.export.tfhub import export_tfhub_checkpoint  # noqa: E402
-from keras_albert.export.tflite import export_tflite_checkpoint  # noqa: E402
 from keras_albert.serving.precision import PRECISIONS  # noqa: E402
 from keras_albert.tasks.registry import MODEL_KINDS, TASK_TYPES  # noqa: E402
 
-# One library call per format, each `(source, base_dir, name, spec)`.
-EXPORTERS = {
-    "savedmodel": export_checkpoint,
-    "tflite": export_tflite_checkpoint,
-    "tfhub": export_tfhub_checkpoint,
-}
 _CHECKPOINT_OPTIONS = ("checkpoint", "vocabulary", "name", "output_dir", "model", "config")
 # The options besides the spec's that each other format reads (a spec field's option has its
 # name, and `ExportSpec` says which fields a format reads); the others must stay default.
@@ -181,9 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     if options.format != "savedmodel":
         _require_format_options(options, _given_task_flags(args))
     spec = export_spec(options, task_options_from_args(args))
-    path = EXPORTERS[spec.format](
-        checkpoint_source(options), options.output_dir, options.name, spec
-    )
+    path = export_checkpoint(checkpoint_source(options), options.output_dir, options.name, spec)
     print(f"wrote {path}")
     return 0
 

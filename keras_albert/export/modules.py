@@ -1,6 +1,5 @@
 """The serving module of any keras_albert model: `serving_module(model, tokenizer, spec)`, and
-`export_saved_model`, which writes it; `CheckpointSource`, the model and tokenizer every export
-of a checkpoint starts from.
+`export_saved_model`, which writes it.
 
 Classifiers, regressors, backbones and pretrainers get an `AlbertServingModule`; the head of a
 task type (`keras_albert.tasks.registry.TASK_TYPES`) gets its task type's own module
@@ -99,45 +98,3 @@ def export_saved_model(
     module = serving_module(model, tokenizer, spec, **fields)
     module.save(export_dir)
     return module
-
-
-@dataclasses.dataclass(frozen=True)
-class CheckpointSource:
-    """What every export of a checkpoint (SavedModel, TFLite, TF-Hub) reads the model and its
-    tokenizer from.
-
-    Args:
-        checkpoint: any form `keras_albert.convert.load_checkpoint` reads.
-        vocabulary: the tokenizer's SentencePiece model or WordPiece vocabulary; default: the
-            one found beside the checkpoint (`keras_albert.convert.require_vocabulary`, which
-            requires it before anything is loaded).
-        model_kind, config, num_classes: `load_checkpoint`'s `model`, `config` and
-            `num_classes`.
-        lowercase, strip_accents: the tokenizer's (and so the exported graph's) normalization;
-            default: what the checkpoint's run recorded
-            (`keras_albert.convert.resolve_normalization`).
-    """
-
-    checkpoint: str | os.PathLike
-    vocabulary: str | os.PathLike | None = None
-    model_kind: str | None = None
-    config: object = None
-    num_classes: int | None = None
-    lowercase: bool | None = None
-    strip_accents: bool | None = None
-
-    @classmethod
-    def of(cls, source: CheckpointSource | str | os.PathLike) -> CheckpointSource:
-        """`source`, or the source of the checkpoint at the path `source` (all else default)."""
-        return source if isinstance(source, CheckpointSource) else cls(source)
-
-    def load(self) -> tuple[keras.Model, AlbertTokenizer]:
-        """The model and its tokenizer."""
-        from keras_albert.convert import load_checkpoint, require_vocabulary, resolve_normalization
-
-        vocabulary = require_vocabulary(self.checkpoint, self.vocabulary)
-        model = load_checkpoint(
-            self.checkpoint, model=self.model_kind, config=self.config, num_classes=self.num_classes
-        )
-        normalization = resolve_normalization(self.checkpoint, self.lowercase, self.strip_accents)
-        return model, AlbertTokenizer(vocabulary, **normalization)

@@ -29,7 +29,7 @@ from tensorflow_serving.apis import prediction_log_pb2, regression_pb2
 from tensorflow_serving.config import model_server_config_pb2
 
 from keras_albert.directories import require_directory
-from keras_albert.export.modules import CheckpointSource, serving_module
+from keras_albert.export.modules import serving_module
 from keras_albert.export.spec import (
     DEFAULT_WARMUP_TEXTS,
     BatchingParameters,
@@ -337,21 +337,3 @@ def read_warmup_texts(path: str | os.PathLike) -> tuple[list[str], list[str]]:
             f"`warmup_file` must hold at least one text. Received: warmup_file={os.fspath(path)!r}"
         )
     return texts, pairs
-
-
-def export_checkpoint(
-    source: CheckpointSource | str | os.PathLike,
-    base_dir: str | os.PathLike = "saved_models",
-    name: str = "albert",
-    spec: ExportSpec | None = None,
-    **fields,
-) -> str:
-    """`export_for_serving` of the model and tokenizer of `source` (a `CheckpointSource`, or
-    the path of any checkpoint `keras_albert.convert.load_checkpoint` reads, its vocabulary
-    found beside it); `spec` and `fields` as `export_for_serving`'s, and `task_options` may
-    map task type names to their options (the model's own apply).
-    """
-    spec = resolve_spec(spec, fields, "savedmodel")
-    model_directory(base_dir, name)  # before the checkpoint is read
-    model, tokenizer = CheckpointSource.of(source).load()
-    return export_for_serving(model, tokenizer, base_dir, name, spec)

@@ -2,8 +2,9 @@
 
 Every export function takes a spec: `serving_module` (the one place a spec becomes a serving
 module's arguments), `export_saved_model`, `export_for_serving`, `export_tflite`,
-`export_tfhub` and their `*_checkpoint` variants. Each also takes the spec's fields as keyword
-arguments, which build the spec (or replace its fields) in one place, `resolve_spec`:
+`export_tfhub`, and `export_checkpoint`, which writes a checkpoint in the spec's format. Each
+also takes the spec's fields as keyword arguments, which build the spec (or replace its
+fields) in one place, `resolve_spec`:
 
     spec = ExportSpec(max_sequence_length=128, class_names=("negative", "positive"))
     export_for_serving(model, tokenizer, "saved_models", "sst2", spec)
@@ -181,9 +182,10 @@ def format_reads(format: str, field: str) -> bool:
     return format not in FORMAT_FIELDS or field in FORMAT_FIELDS[format]
 
 
-def resolve_spec(spec: ExportSpec | None, fields: Mapping, format: str) -> ExportSpec:
-    """The spec an export function of `format` was given: `spec` (default: `format`'s default
-    spec) with the keyword arguments `fields` replacing its fields."""
+def resolve_spec(spec: ExportSpec | None, fields: Mapping, format: str | None = None) -> ExportSpec:
+    """The spec an export function was given: `spec` (default: the default spec of `format`,
+    or of the SavedModel) with the keyword arguments `fields` replacing its fields; a function
+    of one `format` refuses a spec of another."""
     names = [field.name for field in dataclasses.fields(ExportSpec)]
     unknown = sorted(set(fields) - set(names))
     if unknown:
@@ -192,12 +194,12 @@ def resolve_spec(spec: ExportSpec | None, fields: Mapping, format: str) -> Expor
             f"Received: {', '.join(unknown)}"
         )
     if spec is None:
-        spec = ExportSpec(**{"format": format, **fields})
+        spec = ExportSpec(**({} if format is None else {"format": format}), **fields)
     elif not isinstance(spec, ExportSpec):
         raise ValueError(f"`spec` must be an ExportSpec. Received: spec={spec!r}")
     elif fields:
         spec = dataclasses.replace(spec, **fields)
-    if spec.format != format:
+    if format is not None and spec.format != format:
         raise ValueError(
             f"`format` must be {format!r} for this export. Received: format={spec.format!r}"
         )

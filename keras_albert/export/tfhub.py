@@ -40,8 +40,6 @@ import keras
 import tensorflow as tf
 
 from keras_albert.convert.model_garden import CONFIG_ASSET
-from keras_albert.export.modules import CheckpointSource
-from keras_albert.export.serving_layout import model_directory
 from keras_albert.export.spec import ExportSpec, resolve_spec
 from keras_albert.models import AlbertBackbone, AlbertPretrainer
 from keras_albert.serving.saved_model import (
@@ -263,18 +261,3 @@ def export_tfhub(
         tf.saved_model.save(preprocessor, os.path.join(directory, PREPROCESSOR_DIRECTORY))
 
     return write_atomically(export_dir, write, directory=True, name="export_dir")
-
-
-def export_tfhub_checkpoint(
-    source: CheckpointSource | str | os.PathLike,
-    base_dir: str | os.PathLike = "saved_models",
-    name: str = "albert",
-    spec: ExportSpec | None = None,
-    **fields,
-) -> str:
-    """`export_tfhub` of the model and tokenizer of `source` (a `CheckpointSource`, or a
-    checkpoint's path) to `<base_dir>/<name>/`."""
-    spec = resolve_spec(spec, fields, "tfhub")
-    export_dir = model_directory(base_dir, name)  # before the checkpoint is read
-    model, tokenizer = CheckpointSource.of(source).load()
-    return export_tfhub(model, tokenizer, export_dir, spec)

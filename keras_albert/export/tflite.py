@@ -36,8 +36,7 @@ import os
 import keras
 import tensorflow as tf
 
-from keras_albert.export.modules import CheckpointSource, serving_module
-from keras_albert.export.serving_layout import model_directory
+from keras_albert.export.modules import serving_module
 from keras_albert.export.spec import ExportSpec, resolve_spec
 from keras_albert.serving.saved_model import (
     SENTENCEPIECE_ASSET,
@@ -101,19 +100,3 @@ def export_tflite(
 
     export_dir = write_atomically(export_dir, write, directory=True, name="export_dir")
     return os.path.join(export_dir, TFLITE_FILE)
-
-
-def export_tflite_checkpoint(
-    source: CheckpointSource | str | os.PathLike,
-    base_dir: str | os.PathLike = "saved_models",
-    name: str = "albert",
-    spec: ExportSpec | None = None,
-    **fields,
-) -> str:
-    """`export_tflite` of the model and tokenizer of `source` (a `CheckpointSource`, or a
-    checkpoint's path) to `<base_dir>/<name>/`; `task_options` may map task type names to
-    their options (the model's own apply)."""
-    spec = resolve_spec(spec, fields, "tflite")
-    export_dir = model_directory(base_dir, name)  # before the checkpoint is read
-    model, tokenizer = CheckpointSource.of(source).load()
-    return export_tflite(model, tokenizer, export_dir, spec)

@@ -107,6 +107,10 @@ def test_keyword_arguments_build_or_replace_the_spec():
     assert resolve_spec(spec, {"text_pair": False}, "savedmodel") == ExportSpec(
         max_sequence_length=64
     )
+    # Without a format of its own (`export_checkpoint`), the spec's or the keywords' applies.
+    assert resolve_spec(None, {"format": "tfhub"}) == ExportSpec(format="tfhub")
+    assert resolve_spec(ExportSpec(format="tflite"), {}).format == "tflite"
+    assert resolve_spec(None, {}) == ExportSpec()
     with pytest.raises(
         TypeError, match=r"must be fields of ExportSpec .* Received: sequence_length"
     ):
