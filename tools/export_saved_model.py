@@ -42,18 +42,27 @@ from keras_albert.cli import (  # noqa: E402
     with_debug_help,
 )
 from keras_albert.directories import require_directory  # noqa: E402
-from keras_albert.export import BatchingParameters, export_checkpoint  # noqa: E402
-from keras_albert.export.tfhub import export_tfhub_checkpoint  # noqa: E402
-from keras_albert.export.tflite import TFLITE_PRECISIONS, export_tflite_checkpoint  # noqa: E402
+from keras_albert.export import (  # noqa: E402
+    BatchingParameters,
+    CheckpointSource,
+    ExportSpec,
+    export_checkpoint,
+)
+from keras_albert.export.serving_layout import read_warmup_texts  # noqa: E402
+from keras_albert.export.spec import (  # noqa: E402
+    EXPORT_FORMATS,
+    TFLITE_PRECISIONS,
+    format_reads,
+)
 from keras_albert.serving.precision import SERVING_PRECISIONS  # noqa: E402
 from keras_albert.tasks.registry import MODEL_KINDS, TASK_TYPES  # noqa: E402
 
-EXPORT_FORMATS = ("savedmodel", "tflite", "tfhub")
-_COMMON_OPTIONS = ("checkpoint", "vocabulary", "name", "output_dir", "model", "config", "format")
-# The options each other format reads; the others are the SavedModel's and must stay default.
+_CHECKPOINT_OPTIONS = ("checkpoint", "vocabulary", "name", "output_dir", "model", "config")
+# The options besides the spec's that each other format reads (a spec field's option has its
+# name, and `ExportSpec` says which fields a format reads); the others must stay default.
 _FORMAT_OPTIONS = {
-    "tflite": (*_COMMON_OPTIONS, "num_classes", "precision", "num_choices"),  # num_choices: MC's
-    "tfhub": (*_COMMON_OPTIONS, "lowercase", "strip_accents", "max_sequence_length"),
+    "tflite": (*_CHECKPOINT_OPTIONS, "num_classes", "num_choices"),  # num_choices: MC's
+    "tfhub": (*_CHECKPOINT_OPTIONS, "lowercase", "strip_accents"),
 }
 
 
@@ -139,7 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def task_options_from_args(args: argparse.Namespace) -> dict:
     """Each task type's export options from its flags (defaults where not given): the model's
-    own task type's are used (`keras_albert.serving.saved_model.own_task_options`)."""
+    own task type's are used (`ExportSpec.own_task_options`)."""
     return {
         task_type.name: options_from_args(args, task_type.export_options)
         for task_type in TASK_TYPES
@@ -161,43 +170,27 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     options = options_from_args(args, ExportOptions, checkpoint=args.checkpoint)
     require_directory("output_dir", options.output_dir)  # before the checkpoint is read
-    task_options = task_options_from_args(args)
     if options.format != "savedmodel":
         _require_format_options(options, _given_task_flags(args))
-        path = _EXPORTERS[options.format](options, task_options)
-        print(f"wrote {path}")
-        return 0
-    path = export_checkpoint(
-        **_checkpoint_arguments(options),
-        lowercase=options.lowercase,
-        strip_accents=options.strip_accents,
-        num_classes=options.num_classes,
-        version=options.version,
-        text_pair=options.pair,
-        max_sequence_length=options.max_sequence_length,
-        pad_to_max_length=options.pad_to_max_length,
-        class_names=options.class_names and list(options.class_names),
-        batching=BatchingParameters(max_batch_size=options.max_batch_size),
-        base_path_prefix=options.base_path_prefix,
-        warmup_file=options.warmup_texts,
-        precision=options.precision,
-        num_layers=options.num_layers,
-        task_options=task_options,
-    )
+    spec = export_spec(options, task_options_from_args(args))
+    path = export_checkpoint(checkpoint_source(options), options.output_dir, options.name, spec)
     print(f"wrote {path}")
     return 0
 
 
 def _require_format_options(options: ExportOptions, given_task_flags: list[str]) -> None:
+    def reads(name: str) -> bool:
+        return name in _FORMAT_OPTIONS[options.format] or format_reads(options.format, name)
+
     for name in given_task_flags:
-        if name not in _FORMAT_OPTIONS[options.format]:
+        if not reads(name):
             raise ValueError(
                 f"`{name}` must not be given for --format {options.format} (it is a SavedModel "
                 f"option). Received: {name}={getattr(options, name, None)!r}"
             )
     for field in dataclasses.fields(options):
         value = getattr(options, field.name)
-        if field.name not in _FORMAT_OPTIONS[options.format] and value != field.default:
+        if not reads(field.name) and value != field.default:
             raise ValueError(
                 f"`{field.name}` must be left at {field.default!r} for --format "
                 f"{options.format} (it is a SavedModel option). "
@@ -205,33 +198,40 @@ def _require_format_options(options: ExportOptions, given_task_flags: list[str])
             )
 
 
-def _checkpoint_arguments(options: ExportOptions) -> dict:
-    """What every format's export reads the same way: the checkpoint, its tokenizer and
-    architecture, and where the export goes."""
-    return {
-        "checkpoint": options.checkpoint,
-        "vocabulary": options.vocabulary,
-        "model_kind": options.model,
-        "config": options.config,
-        "base_dir": options.output_dir,
-        "name": options.name,
-    }
-
-
-_EXPORTERS = {
-    "tflite": lambda options, task_options: export_tflite_checkpoint(
-        **_checkpoint_arguments(options),
+def checkpoint_source(options: ExportOptions) -> CheckpointSource:
+    """What the export reads: the checkpoint, its tokenizer and its architecture."""
+    return CheckpointSource(
+        options.checkpoint,
+        vocabulary=options.vocabulary,
+        model_kind=options.model,
+        config=options.config,
         num_classes=options.num_classes,
-        task_options=task_options,
-        precision=options.precision,
-    ),
-    "tfhub": lambda options, task_options: export_tfhub_checkpoint(
-        **_checkpoint_arguments(options),
         lowercase=options.lowercase,
         strip_accents=options.strip_accents,
-        sequence_length=options.max_sequence_length,
-    ),
-}
+    )
+
+
+def export_spec(options: ExportOptions, task_options: dict) -> ExportSpec:
+    """What the export is: the one place the flags become the spec."""
+    warmup = {}
+    if options.warmup_texts is not None:
+        texts, pairs = read_warmup_texts(options.warmup_texts)
+        warmup = {"warmup_texts": texts, "warmup_text_pairs": pairs if options.pair else None}
+    return ExportSpec(
+        format=options.format,
+        precision=options.precision,
+        num_layers=options.num_layers,
+        max_sequence_length=options.max_sequence_length,
+        pad_to_max_length=options.pad_to_max_length,
+        text_pair=options.pair,
+        class_names=options.class_names,
+        # Every task type's options; a format that reads none (TF-Hub) gets none.
+        task_options=task_options if format_reads(options.format, "task_options") else None,
+        version=options.version,
+        batching=BatchingParameters(max_batch_size=options.max_batch_size),
+        base_path_prefix=options.base_path_prefix,
+        **warmup,
+    )
 
 
 if __name__ == "__main__":

@@ -17,7 +17,6 @@ automatically, and an existing version is never overwritten.
 
 from __future__ import annotations
 
-import dataclasses
 import errno
 import itertools
 import os
@@ -30,7 +29,13 @@ from tensorflow_serving.apis import prediction_log_pb2, regression_pb2
 from tensorflow_serving.config import model_server_config_pb2
 
 from keras_albert.directories import require_directory
-from keras_albert.export.modules import load_for_export, own_task_options, serving_module
+from keras_albert.export.modules import serving_module
+from keras_albert.export.spec import (
+    DEFAULT_WARMUP_TEXTS,
+    BatchingParameters,
+    ExportSpec,
+    resolve_spec,
+)
 from keras_albert.serving.requests import (
     classify_request,
     predict_request,
@@ -50,11 +55,6 @@ WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
 MAX_WARMUP_RECORDS = 1000  # TF Serving reads at most this many warmup records
 MODELS_CONFIG = "models.config"
 BATCHING_PARAMETERS = "batching_parameters.txt"
-DEFAULT_WARMUP_TEXTS = (
-    "it 's a charming and often affecting journey .",
-    "The quick brown fox jumps over the lazy dog.",
-    "",
-)
 DEFAULT_WARMUP_BATCH_SIZES = (1, 2, 4, 8, 16, 32)
 
 
@@ -261,46 +261,6 @@ def write_models_config(base_dir: str | os.PathLike, base_path_prefix: str | Non
     return path
 
 
-@dataclasses.dataclass(frozen=True)
-class BatchingParameters:
-    """TF Serving's server-side batching (`--batching_parameters_file`, text proto).
-
-    `serving_default` and `serve_examples` take `[batch]` strings, so requests of any text
-    length batch together. `pad_variable_length_inputs` is left off: only `serve_token_ids`
-    has a variable-length dimension, and the values the server would pad it with are not
-    known to be this model's `<pad>` id and mask 0 (not checked without the server), so its
-    requests batch together only when their `seq` is equal (pad them to a common length).
-    """
-
-    max_batch_size: int = 32
-    batch_timeout_micros: int = 2000
-    max_enqueued_batches: int = 100
-    num_batch_threads: int = 4
-    allowed_batch_sizes: tuple[int, ...] = ()
-
-    def __post_init__(self):
-        for field in ("max_batch_size", "batch_timeout_micros", "max_enqueued_batches"):
-            require_int(field, getattr(self, field), 0)
-        require_positive_int("num_batch_threads", self.num_batch_threads)
-        sizes = tuple(self.allowed_batch_sizes)
-        if sizes and (sorted(sizes) != list(sizes) or sizes[-1] != self.max_batch_size):
-            raise ValueError(
-                "`allowed_batch_sizes` must increase and end with max_batch_size="
-                f"{self.max_batch_size}. Received: allowed_batch_sizes={sizes!r}"
-            )
-
-    def to_text(self) -> str:
-        lines = [
-            f"max_batch_size {{ value: {self.max_batch_size} }}",
-            f"batch_timeout_micros {{ value: {self.batch_timeout_micros} }}",
-            f"max_enqueued_batches {{ value: {self.max_enqueued_batches} }}",
-            f"num_batch_threads {{ value: {self.num_batch_threads} }}",
-        ]
-        lines += [f"allowed_batch_sizes: {size}" for size in self.allowed_batch_sizes]
-        lines.append("pad_variable_length_inputs: false")
-        return "\n".join(lines) + "\n"
-
-
 def write_batching_parameters(
     base_dir: str | os.PathLike, parameters: BatchingParameters | None = None
 ) -> str:
@@ -321,55 +281,41 @@ def require_model_name(name) -> None:
         raise ValueError(f"`name` must be a plain directory name. Received: name={name!r}")
 
 
+def model_directory(base_dir: str | os.PathLike, name: str) -> str:
+    """`<base_dir>/<name>`, where every export writes, once both are checked (before a
+    checkpoint is read or a module built)."""
+    require_model_name(name)
+    require_directory("base_dir", base_dir)
+    return os.path.join(os.fspath(base_dir), name)
+
+
 def export_for_serving(
     model: keras.Model,
     tokenizer: AlbertTokenizer,
     base_dir: str | os.PathLike = "saved_models",
     name: str = "albert",
-    version: int | None = None,
-    text_pair: bool = False,
-    max_sequence_length: int | None = None,
-    pad_to_max_length: bool = False,
-    class_names: Sequence[str] | None = None,
-    warmup_texts: Sequence[str | bytes] = DEFAULT_WARMUP_TEXTS,
-    warmup_text_pairs: Sequence[str | bytes] | None = None,
-    batching: BatchingParameters | None = None,
-    base_path_prefix: str | None = None,
-    precision: str = "float32",
-    num_layers: int | None = None,
-    task_options: dict | None = None,
+    spec: ExportSpec | None = None,
+    **fields,
 ) -> str:
-    """Exports `model` as version `version` (default: the next) of `<base_dir>/<name>/`.
+    """Exports `model` as version `spec.version` (default: the next) of `<base_dir>/<name>/`.
 
-    Writes the SavedModel (see `keras_albert.serving.saved_model`) and its warmup requests
-    atomically, then `models.config` and `batching_parameters.txt` in `base_dir`. Returns the
-    version's path. `task_options` are a task model's serving options (see
-    `keras_albert.export.modules.serving_module`); a task model's warmup requests are its
-    module's own (`warmup_texts` are for text classifiers).
+    Writes the SavedModel that `spec` describes (`serving_module`; `fields`: the spec's fields,
+    `resolve_spec`) and its warmup requests atomically, then `models.config` and
+    `batching_parameters.txt` in `base_dir`. Returns the version's path. A task model's warmup
+    requests are its module's own (`warmup_texts` are for text classifiers).
     """
-    require_model_name(name)
-    require_directory("base_dir", base_dir)  # before the module is built
-    module = serving_module(
-        model,
-        tokenizer,
-        max_sequence_length=max_sequence_length,
-        task_options=task_options,
-        text_pair=text_pair,
-        pad_to_max_length=pad_to_max_length,
-        class_names=class_names,
-        precision=precision,
-        num_layers=num_layers,
-    )
-    records = warmup_records(module, name, warmup_texts, warmup_text_pairs)
+    spec = resolve_spec(spec, fields, "savedmodel")
+    model_dir = model_directory(base_dir, name)  # before the module is built
+    module = serving_module(model, tokenizer, spec)
+    records = warmup_records(module, name, spec.warmup_texts, spec.warmup_text_pairs)
 
     def write(directory: str) -> None:
         module.save(directory)
         write_warmup_requests(directory, records)
 
-    base_dir = os.fspath(base_dir)
-    path = write_version(os.path.join(base_dir, name), write, version)
-    write_models_config(base_dir, base_path_prefix)
-    write_batching_parameters(base_dir, batching)
+    path = write_version(model_dir, write, spec.version)
+    write_models_config(base_dir, spec.base_path_prefix)
+    write_batching_parameters(base_dir, spec.batching)
     return path
 
 
@@ -391,41 +337,3 @@ def read_warmup_texts(path: str | os.PathLike) -> tuple[list[str], list[str]]:
             f"`warmup_file` must hold at least one text. Received: warmup_file={os.fspath(path)!r}"
         )
     return texts, pairs
-
-
-def export_checkpoint(
-    checkpoint: str | os.PathLike,
-    vocabulary: str | os.PathLike | None = None,
-    num_classes: int | None = None,
-    model_kind: str | None = None,
-    warmup_file: str | os.PathLike | None = None,
-    config=None,
-    task_options: dict | None = None,
-    lowercase: bool | None = None,
-    strip_accents: bool | None = None,
-    **options,
-) -> str:
-    """`export_for_serving` of any checkpoint `keras_albert.convert.load_checkpoint` reads.
-
-    `vocabulary` (the tokenizer's SentencePiece model or WordPiece vocabulary) defaults to the
-    one found beside the checkpoint (`keras_albert.convert.find_vocabulary`); `model_kind`,
-    `config` and `num_classes` are `load_checkpoint`'s `model`, `config` and `num_classes`;
-    `warmup_file` gives the warmup texts (see `read_warmup_texts`); `task_options` maps a task
-    ("question_answering", "multiple_choice", ...) to its serving options, of which the loaded
-    model's task takes its own; `lowercase` and `strip_accents` (the tokenizer's, and so the
-    exported graph's, normalization) default to what the checkpoint's run recorded
-    (`keras_albert.convert.resolve_normalization`); `options` are `export_for_serving`'s
-    keyword arguments.
-    """
-    if "base_dir" in options:
-        require_directory("base_dir", options["base_dir"])  # before the checkpoint is read
-    if warmup_file is not None:
-        texts, pairs = read_warmup_texts(warmup_file)
-        options["warmup_texts"] = texts
-        if options.get("text_pair"):
-            options["warmup_text_pairs"] = pairs
-    model, tokenizer = load_for_export(
-        checkpoint, vocabulary, model_kind, config, num_classes, lowercase, strip_accents
-    )
-    own = own_task_options(model, task_options)
-    return export_for_serving(model, tokenizer, task_options=own, **options)

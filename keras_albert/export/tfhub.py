@@ -40,9 +40,7 @@ import keras
 import tensorflow as tf
 
 from keras_albert.convert.model_garden import CONFIG_ASSET
-from keras_albert.directories import require_directory
-from keras_albert.export.modules import load_for_export
-from keras_albert.export.serving_layout import require_model_name
+from keras_albert.export.spec import ExportSpec, resolve_spec
 from keras_albert.models import AlbertBackbone, AlbertPretrainer
 from keras_albert.serving.saved_model import (
     Untracked,
@@ -235,7 +233,8 @@ def export_tfhub(
     model: keras.Model,
     tokenizer: AlbertTokenizer,
     export_dir: str | os.PathLike,
-    sequence_length: int | None = None,
+    spec: ExportSpec | None = None,
+    **fields,
 ) -> str:
     """Writes `export_dir/encoder/` and `export_dir/preprocessor/`; returns `export_dir`.
 
@@ -244,11 +243,14 @@ def export_tfhub(
         tokenizer: the model's tokenizer.
         export_dir: the directory: new or empty (both SavedModels are written beside it, then
             renamed into place together: a failure leaves neither).
-        sequence_length: the preprocessor's default packed length; default 128, or the
-            model's `max_sequence_length` if shorter.
+        spec: a "tfhub" `ExportSpec`: its `max_sequence_length` is the preprocessor's default
+            packed length; default 128, or the model's `max_sequence_length` if shorter.
+        **fields: the spec's fields (`resolve_spec`).
     """
+    spec = resolve_spec(spec, fields, "tfhub")
     encoder = tfhub_encoder(model, tokenizer)
     config = encoder._untracked.backbone.albert_config
+    sequence_length = spec.max_sequence_length
     if sequence_length is None:
         sequence_length = min(DEFAULT_SEQUENCE_LENGTH, config.max_sequence_length)
     sequence_length = checked_text_inputs(tokenizer, config, sequence_length)
@@ -259,28 +261,3 @@ def export_tfhub(
         tf.saved_model.save(preprocessor, os.path.join(directory, PREPROCESSOR_DIRECTORY))
 
     return write_atomically(export_dir, write, directory=True, name="export_dir")
-
-
-def export_tfhub_checkpoint(
-    checkpoint: str | os.PathLike,
-    vocabulary: str | os.PathLike | None = None,
-    base_dir: str | os.PathLike = "saved_models",
-    name: str = "albert",
-    model_kind: str | None = None,
-    config=None,
-    lowercase: bool | None = None,
-    strip_accents: bool | None = None,
-    sequence_length: int | None = None,
-) -> str:
-    """`export_tfhub` of any checkpoint `load_checkpoint` reads, to `<base_dir>/<name>/`.
-
-    `vocabulary` defaults to the one found beside the checkpoint
-    (`keras_albert.convert.require_vocabulary`), `lowercase` and `strip_accents` to what its
-    run recorded; `model_kind` and `config` are `load_checkpoint`'s `model` and `config`.
-    """
-    require_model_name(name)
-    require_directory("base_dir", base_dir)  # before the checkpoint is read
-    model, tokenizer = load_for_export(
-        checkpoint, vocabulary, model_kind, config, lowercase=lowercase, strip_accents=strip_accents
-    )
-    return export_tfhub(model, tokenizer, os.path.join(os.fspath(base_dir), name), sequence_length)

@@ -36,30 +36,27 @@ import os
 import keras
 import tensorflow as tf
 
-from keras_albert.directories import require_directory
-from keras_albert.export.modules import load_for_export, own_task_options, serving_module
-from keras_albert.export.serving_layout import require_model_name
+from keras_albert.export.modules import serving_module
+from keras_albert.export.spec import ExportSpec, resolve_spec
 from keras_albert.serving.saved_model import (
     SENTENCEPIECE_ASSET,
     VOCABULARY_ASSET,
 )
 from keras_albert.text.files import write_atomically
 from keras_albert.text.tokenizer import AlbertTokenizer
-from keras_albert.validation import require_one_of
 
 TFLITE_FILE = "model.tflite"
 # The tokenizer file written beside the model, named as in the SavedModels' assets.
 SENTENCEPIECE_FILE = SENTENCEPIECE_ASSET
 INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
-TFLITE_PRECISIONS = ("float32", "int8")
 
 
 def export_tflite(
     model: keras.Model,
     tokenizer: AlbertTokenizer,
     export_dir: str | os.PathLike,
-    task_options: dict | None = None,
-    precision: str = "float32",
+    spec: ExportSpec | None = None,
+    **fields,
 ) -> str:
     """Writes `model.tflite` (token ids in) and the SentencePiece model to `export_dir`
     (created); returns the `.tflite` path.
@@ -69,12 +66,15 @@ def export_tflite(
         tokenizer: the model's tokenizer (its SentencePiece model is written beside).
         export_dir: the directory: new or empty (written beside, then renamed into place: a
             failure leaves nothing).
-        task_options: the task serving module's own arguments (`num_choices` for multiple
-            choice; the others do not change the token-id model).
-        precision: "float32", or "int8" for dynamic-range int8 weights.
+        spec: a "tflite" `ExportSpec`: its `precision` ("float32", or "int8" for
+            dynamic-range int8 weights) and `task_options` (the task serving module's own
+            arguments: `num_choices` for multiple choice; the others do not change the
+            token-id model).
+        **fields: the spec's fields (`resolve_spec`).
     """
-    require_one_of("precision", precision, TFLITE_PRECISIONS)
-    module = serving_module(model, tokenizer, task_options=task_options)
+    spec = resolve_spec(spec, fields, "tflite")
+    # The float32 module's token-id model; the converter applies the precision.
+    module = serving_module(model, tokenizer, task_options=spec.task_options)
     specs = [tf.TensorSpec(module.token_input_shape, tf.int32, name=name) for name in INPUT_NAMES]
 
     @tf.function(input_signature=specs, autograph=False)
@@ -87,7 +87,7 @@ def export_tflite(
     )
     # Builtins only: a stock tf.lite.Interpreter must run it (no Flex delegate on the device).
     converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
-    if precision == "int8":
+    if spec.precision == "int8":
         converter.optimizations = [tf.lite.Optimize.DEFAULT]
     flatbuffer = converter.convert()
     vocabulary_file = VOCABULARY_ASSET if tokenizer.wordpiece else SENTENCEPIECE_FILE
@@ -100,32 +100,3 @@ def export_tflite(
 
     export_dir = write_atomically(export_dir, write, directory=True, name="export_dir")
     return os.path.join(export_dir, TFLITE_FILE)
-
-
-def export_tflite_checkpoint(
-    checkpoint: str | os.PathLike,
-    vocabulary: str | os.PathLike | None = None,
-    base_dir: str | os.PathLike = "saved_models",
-    name: str = "albert",
-    model_kind: str | None = None,
-    config=None,
-    num_classes: int | None = None,
-    task_options: dict | None = None,
-    precision: str = "float32",
-) -> str:
-    """`export_tflite` of any checkpoint `load_checkpoint` reads, to `<base_dir>/<name>/`.
-
-    `vocabulary` (the tokenizer's SentencePiece model or WordPiece vocabulary) defaults to the
-    one found beside the checkpoint (`keras_albert.convert.require_vocabulary`), the
-    normalization to what its run recorded; `model_kind`, `config` and `num_classes` are
-    `load_checkpoint`'s `model`, `config` and `num_classes`; `task_options` maps a task
-    ("multiple_choice", ...) to its options, of which the loaded model's task takes its own.
-    """
-    require_model_name(name)
-    require_directory("base_dir", base_dir)  # before the checkpoint is read
-    model, tokenizer = load_for_export(
-        checkpoint, vocabulary, model_kind=model_kind, config=config, num_classes=num_classes
-    )
-    own = own_task_options(model, task_options)
-    export_dir = os.path.join(os.fspath(base_dir), name)
-    return export_tflite(model, tokenizer, export_dir, task_options=own, precision=precision)

@@ -20,7 +20,7 @@ import tensorflow as tf
 
 from keras_albert import AlbertBackbone, AlbertClassifier, AlbertPretrainer, AlbertTokenizer
 from keras_albert.convert import find_vocabulary, load_checkpoint, save_checkpoint
-from keras_albert.export.tflite import export_tflite_checkpoint
+from keras_albert.export import export_checkpoint
 from tests.helpers import tiny_config
 from tests.test_tool_errors import load_tool
 from tests.text.text_data import ALBERT_MODEL, load_sst2_dev
@@ -185,7 +185,7 @@ def test_load_checkpoint_reads_a_keras_hub_classifier_preset(keras_hub_classifie
 
 def test_exports_find_the_preset_tokenizer(keras_hub_classifier_preset, tmp_path):
     _, directory = keras_hub_classifier_preset
-    path = export_tflite_checkpoint(directory, base_dir=tmp_path, name="sst2")
+    path = export_checkpoint(directory, base_dir=tmp_path, name="sst2", format="tflite")
     assert os.path.isfile(path)
     assert (tmp_path / "sst2" / "sentencepiece.model").read_bytes() == ALBERT_MODEL.read_bytes()
 

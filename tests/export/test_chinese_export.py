@@ -11,7 +11,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_albert.export import export_checkpoint
+from keras_albert.export import CheckpointSource, export_checkpoint
 from keras_albert.models import AlbertBackbone, AlbertClassifier
 from keras_albert.text.tokenizer import AlbertTokenizer
 from tests.export.conftest import TINY_SIZES
@@ -97,12 +97,8 @@ def test_the_export_normalizes_as_the_run_recorded(tmp_path):
     assert not np.allclose(probabilities, keras_probabilities(model, uncased, texts), atol=1e-4)
 
     # Given explicitly, the options win over the record.
-    path = export_checkpoint(
-        tmp_path / "run" / "best.keras",
-        base_dir=tmp_path / "models",
-        lowercase=True,
-        strip_accents=True,
-    )
+    source = CheckpointSource(tmp_path / "run" / "best.keras", lowercase=True, strip_accents=True)
+    path = export_checkpoint(source, base_dir=tmp_path / "models")
     served = tf.saved_model.load(path).signatures["serving_default"](text=tf.constant(texts))
     np.testing.assert_allclose(
         served["probabilities"].numpy(),

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from keras_albert.export import export_checkpoint
+from keras_albert.export import CheckpointSource, export_checkpoint
 from tests.helpers import tiny_backbone
 
 SENTENCEPIECE_MODEL = os.path.join(
@@ -18,6 +18,6 @@ def test_a_checkpoint_without_a_vocabulary_beside_it_asks_for_one(tmp_path):
         export_checkpoint(tmp_path / "backbone.keras", base_dir=tmp_path / "saved_models")
     assert "backbone.keras" in str(error.value)
     with pytest.raises(ValueError, match="`vocabulary` must be an existing file"):
-        export_checkpoint(tmp_path / "backbone.keras", tmp_path / "missing.model")
+        export_checkpoint(CheckpointSource(tmp_path / "backbone.keras", tmp_path / "missing.model"))
     with pytest.raises(FileNotFoundError, match="not found.*nothing.keras"):
-        export_checkpoint(tmp_path / "nothing.keras", SENTENCEPIECE_MODEL)
+        export_checkpoint(CheckpointSource(tmp_path / "nothing.keras", SENTENCEPIECE_MODEL))

@@ -20,7 +20,7 @@ import tensorflow as tf
 from tensorflow_serving.apis import prediction_log_pb2
 
 from keras_albert import AlbertBackbone, AlbertConfig
-from keras_albert.export.serving_layout import export_checkpoint
+from keras_albert.export import export_checkpoint
 from keras_albert.models import AlbertQuestionAnswerer
 from keras_albert.serving import requests as serving_requests
 from keras_albert.tasks.question_answering.features import read_squad_examples, squad_features

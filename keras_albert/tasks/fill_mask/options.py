@@ -10,7 +10,7 @@ from keras_albert.validation import require_positive_int
 
 
 @dataclasses.dataclass(frozen=True)
-class FillMaskExportOptions:
+class FillMaskServingOptions:
     """Options of `FillMaskServingModule` beyond those every export has.
 
     Args:

@@ -3,7 +3,7 @@
 from keras_albert.models import AlbertPretrainer
 from keras_albert.models.masked_lm import AlbertMaskedLM, masked_lm_from
 from keras_albert.tasks.fill_mask import defaults
-from keras_albert.tasks.fill_mask.options import FillMaskExportOptions
+from keras_albert.tasks.fill_mask.options import FillMaskServingOptions
 from keras_albert.tasks.task_type import TaskType
 
 TASK_TYPE = TaskType(
@@ -15,5 +15,5 @@ TASK_TYPE = TaskType(
     from_model=lambda model: masked_lm_from(model) if isinstance(model, AlbertPretrainer) else None,
     defaults=defaults,
     serving_module="keras_albert.tasks.fill_mask.serving:FillMaskServingModule",
-    export_options=FillMaskExportOptions,
+    export_options=FillMaskServingOptions,
 )

@@ -11,7 +11,7 @@ import pytest
 from keras_albert.cli import add_options, options_from_args
 from keras_albert.models import AlbertMaskedLM
 from keras_albert.tasks.fill_mask import defaults
-from keras_albert.tasks.fill_mask.options import FillMaskExportOptions
+from keras_albert.tasks.fill_mask.options import FillMaskServingOptions
 from keras_albert.tasks.fill_mask.serving import FillMaskServingModule
 from keras_albert.tasks.fill_mask.task_type import TASK_TYPE
 
@@ -23,7 +23,7 @@ def test_the_record():
     assert TASK_TYPE.model_class is AlbertMaskedLM
     assert TASK_TYPE.defaults is defaults
     assert TASK_TYPE.serving_module_class() is FillMaskServingModule
-    assert TASK_TYPE.export_options is FillMaskExportOptions
+    assert TASK_TYPE.export_options is FillMaskServingOptions
     assert TASK_TYPE.datasets == () and TASK_TYPE.options is None and not TASK_TYPE.trains
     with pytest.raises(ValueError, match="'fill_mask' is not fine-tuned"):
         TASK_TYPE.finetuning_task_class()
@@ -31,19 +31,19 @@ def test_the_record():
 
 def test_export_options_are_the_serving_module_arguments_with_its_defaults():
     parameters = inspect.signature(FillMaskServingModule).parameters
-    for field in dataclasses.fields(FillMaskExportOptions):
+    for field in dataclasses.fields(FillMaskServingOptions):
         assert parameters[field.name].default == field.default, field.name
-    assert FillMaskExportOptions().top_k == defaults.TOP_K == 5
+    assert FillMaskServingOptions().top_k == defaults.TOP_K == 5
     with pytest.raises(ValueError, match="`top_k` must be a positive integer. Received: top_k=0"):
-        FillMaskExportOptions(top_k=0)
+        FillMaskServingOptions(top_k=0)
 
 
 def test_export_options_bind_to_flags():
     parser = argparse.ArgumentParser()
-    add_options(parser, FillMaskExportOptions)
+    add_options(parser, FillMaskServingOptions)
     assert "tokens proposed per mask" in parser.format_help()
-    assert options_from_args(parser.parse_args([]), FillMaskExportOptions).top_k == 5
-    assert options_from_args(parser.parse_args(["--top-k", "3"]), FillMaskExportOptions).top_k == 3
+    assert options_from_args(parser.parse_args([]), FillMaskServingOptions).top_k == 5
+    assert options_from_args(parser.parse_args(["--top-k", "3"]), FillMaskServingOptions).top_k == 3
 
 
 def test_the_package_docstring_and_defaults_import_nothing():
