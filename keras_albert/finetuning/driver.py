@@ -55,7 +55,7 @@ Default recipes: google-research/albert `run_glue.sh` (commit 557c37b) per GLUE 
 original README's for SQuAD and RACE, Hugging Face `run_ner`'s for NER. `scale` multiplies
 train and warmup steps for small machines (`keras_albert.tasks.recipes`). Progress: a
 heading "evaluation k/n: steps a-b of N, about T left" per stretch of steps between two
-evaluations, then a progress bar over its steps (`keras_albert.training.callbacks`).
+evaluations, then a progress bar over its steps (`keras_albert.finetuning.progress`).
 """
 
 from __future__ import annotations
@@ -73,11 +73,11 @@ import tensorflow as tf
 from keras_albert.convert import load_checkpoint, require_vocabulary, resolve_normalization
 from keras_albert.finetuning.elastic_depth import elastic_replica_fn
 from keras_albert.finetuning.options import FinetuningOptions
+from keras_albert.finetuning.progress import EvaluationProgress
 from keras_albert.finetuning.task_choice import choose_task, make_task, run_record
 from keras_albert.tasks.recipes import epoch_plan, resolve_recipe
 from keras_albert.text.normalization import changed_normalization
 from keras_albert.training import run_directory
-from keras_albert.training.callbacks import EvaluationProgress
 from keras_albert.training.checkpoints import JsonState, training_checkpoint
 from keras_albert.training.clipping import AdamW, adamw
 from keras_albert.training.interruption import StopSignals

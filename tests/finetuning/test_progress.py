@@ -1,6 +1,6 @@
 """The fine-tuning progress headings: the time left counts the steps this process ran."""
 
-from keras_albert.training.callbacks import EvaluationProgress
+from keras_albert.finetuning.progress import EvaluationProgress
 
 
 def test_time_left_after_a_resume_counts_only_the_steps_run_since(capsys):
