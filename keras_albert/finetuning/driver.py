@@ -449,7 +449,7 @@ def _train(loop, task, objective, recipe, options, output_dir, chief, epochs, st
             results = task.evaluate(loop.model, batch_size)
             if chief and options.verbose:
                 train = ", ".join(f"{name} {value:.4g}" for name, value in logs.items())
-                shown = ", ".join(f"{name}={value:.4g}" for name, value in results.items())
+                shown = task.format_results(results)
                 print(
                     f"{task.name} eval after evaluation {epoch + 1} (step {step}, "
                     f"{trained / seconds:.3g} steps/s; train {train}): {shown}",

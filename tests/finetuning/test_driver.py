@@ -118,7 +118,8 @@ def test_every_task_end_to_end(task, tiny_config_path, tmp_path):
     spec = glue.get_task(task)
     evaluation = glue.read_examples(eval_data, spec)
     assert summary["train_steps"] == 2 and len(summary["history"]) == epochs
-    assert set(summary["best"]) == {"loss", *spec.metrics}
+    baseline = () if spec.is_regression else ("majority_accuracy", "num_predicted_classes")
+    assert set(summary["best"]) == {"loss", *spec.metrics, *baseline}
 
     # The predictions file is the best checkpoint's, row for row, and its metrics are the
     # summary's, recomputed here from the file.
@@ -131,6 +132,10 @@ def test_every_task_end_to_end(task, tiny_config_path, tmp_path):
         predictions = np.array([spec.labels.index(row["prediction"]) for row in rows])
         assert [row["label"] for row in rows] == [spec.labels[i] for i in evaluation.labels]
     recomputed = compute_metrics(spec, evaluation.labels, predictions)
+    if not spec.is_regression:
+        counts = np.unique(evaluation.labels, return_counts=True)[1]
+        recomputed["majority_accuracy"] = counts.max() / len(evaluation.labels)
+        recomputed["num_predicted_classes"] = len(set(predictions.tolist()))
     for metric, value in recomputed.items():
         assert summary["best"][metric] == pytest.approx(value, abs=1e-5)
     best_epoch_metrics = summary["history"][summary["best_epoch"] - 1]
