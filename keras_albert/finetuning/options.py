@@ -64,9 +64,11 @@ class FinetuningOptions:
         batch_size: overrides the recipe's batch size.
         train_steps: overrides the recipe's train steps.
         warmup_steps: overrides the recipe's warmup steps.
-        num_evaluations: how many times the run evaluates (each may keep the best model); the
-            train steps are split evenly among them. By default about one per pass over the
-            training data (at least one).
+        num_evaluations: how many times the run evaluates (each may keep the best model):
+            after every ceil(train_steps / num_evaluations) steps and after the last step (the
+            last stretch shorter: the run trains exactly train_steps; fewer evaluations, said
+            so, when the stretches use the steps up sooner). By default about one per pass
+            over the training data (at least one).
         dropout: dropout of the task head (0.1 as the original heads).
         weight_decay_rate: AdamW's decoupled decay (LayerNorm and biases excluded).
         skip_invalid: skip (and count) bad rows instead of stopping at the first.

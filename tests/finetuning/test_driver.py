@@ -9,6 +9,7 @@ import sys
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from keras_albert import AlbertBackbone, AlbertClassifier, AlbertConfig, AlbertPretrainer
 from keras_albert.finetuning.driver import FinetuningOptions, finetune
@@ -148,6 +149,30 @@ def test_every_task_end_to_end(task, tiny_config_path, tmp_path):
     assert len(history) == epochs and f"val_{spec.main_metric}" in history[0]
     assert os.listdir(output_dir / "logs" / "validation")
     assert (output_dir / "tokenizer.model").read_bytes() == open(ALBERT_MODEL, "rb").read()
+
+
+def test_the_run_trains_exactly_train_steps_the_last_stretch_shorter(tiny_config_path, tmp_path):
+    """10 steps, 3 evaluations: after steps 4, 8 and 10 (stretches of ceil(10 / 3), the last
+    shorter), not 12; the schedule, the history and the last checkpoint end at step 10."""
+    train_data, eval_data = _task_files("SST-2", tmp_path)
+    output_dir = tmp_path / "run"
+    options = FinetuningOptions(
+        task="SST-2", train_data=train_data, eval_data=eval_data, output_dir=str(output_dir),
+        config=tiny_config_path, vocabulary=ALBERT_MODEL, sequence_length=32, train_steps=10,
+        batch_size=4, num_evaluations=3, verbose=0,
+    )  # fmt: skip
+    summary = finetune(options)
+    assert summary["train_steps"] == 10 and summary["epochs"] == 3
+    assert [row["step"] for row in summary["history"]] == [4, 8, 10]
+    with open(output_dir / "history.csv", encoding="utf-8") as file:
+        rows = list(csv.DictReader(file))
+    assert [int(row["step"]) for row in rows] == [4, 8, 10]
+    # The last update's rate (step 9, after the warmup): the linear decay ends at step 10.
+    assert summary["recipe"]["warmup_steps"] < 9
+    peak = summary["recipe"]["learning_rate"]
+    assert float(rows[-1]["learning_rate"]) == pytest.approx(peak * (1 - 9 / 10))
+    latest = tf.train.latest_checkpoint(str(output_dir / "checkpoints"))
+    assert latest.endswith("ckpt-10")
 
 
 POSITIVE = ("good", "great", "fine", "lovely", "nice")
