@@ -55,12 +55,14 @@ Default recipes: google-research/albert `run_glue.sh` (commit 557c37b) per GLUE 
 original README's for SQuAD and RACE, Hugging Face `run_ner`'s for NER. `scale` multiplies
 train and warmup steps for small machines (`keras_albert.tasks.recipes`). Progress: a
 heading "evaluation k/n: steps a-b of N, about T left" per stretch of steps between two
-evaluations, then a progress bar over its steps (`keras_albert.finetuning.progress`).
+evaluations, then a progress bar over its steps on a terminal, elsewhere (a log file) a line
+every few steps (`keras_albert.finetuning.progress`), and a line per evaluation.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import os
@@ -444,8 +446,7 @@ def _train(loop, plan: _Plan, objective, options, output_dir, chief, manager,
                     key: state["totals"].get(key, 0.0) + value for key, value in sums.items()
                 }
                 done, trained, step = done + count, trained + count, step + count
-                if progress.showing_bar:
-                    progress.on_steps(done, objective.logs(state["totals"], done))
+                progress.on_steps(step, functools.partial(objective.logs, state["totals"], done))
                 if done == length:
                     break  # the evaluation's checkpoint follows
                 saved = bool(every) and step % every == 0

@@ -86,8 +86,10 @@ class FinetuningOptions:
         steps_per_execution: train steps per `tf.function` call.
         jit_compile: auto, true or false: XLA for the train step (auto: on GPUs and TPUs).
         seed: seed of weights initialization and shuffling.
-        verbose: 0: quiet; 1: a heading per evaluation and a progress bar over its steps;
-            2: the heading only.
+        verbose: 0: quiet; 1: before each evaluation a heading, then its steps: a progress
+            bar on a terminal, elsewhere (a log file, a pipe) one line every few steps (about
+            10 per evaluation; step, rate, time left, loss and metrics), and after it a line
+            of its results; 2: the headings and the results' lines only.
         elastic_depths: also train the shared block at these shallower depths (e.g. 6,3),
             so that the model can be served with `--num-layers` any of them
             (`keras_albert.finetuning.elastic_depth`); the loss is the mean over all depths.

@@ -3,6 +3,7 @@
 import csv
 import json
 import os
+import re
 import runpy
 import sys
 
@@ -173,6 +174,31 @@ def test_the_run_trains_exactly_train_steps_the_last_stretch_shorter(tiny_config
     assert float(rows[-1]["learning_rate"]) == pytest.approx(peak * (1 - 9 / 10))
     latest = tf.train.latest_checkpoint(str(output_dir / "checkpoints"))
     assert latest.endswith("ckpt-10")
+
+
+def test_output_to_a_file_is_lines_not_a_bar(tiny_config_path, tmp_path, capsys):
+    """verbose 1 with stdout not a terminal (captured here, as in a log file): no bar redraws
+    or ANSI escapes, a line every step (stretches of 10: an interval of 1) but the stretches'
+    last, whose evaluations print theirs."""
+    train_data, eval_data = _task_files("SST-2", tmp_path)
+    options = FinetuningOptions(
+        task="SST-2", train_data=train_data, eval_data=eval_data,
+        output_dir=str(tmp_path / "run"), config=tiny_config_path, vocabulary=ALBERT_MODEL,
+        sequence_length=32, train_steps=20, batch_size=4, num_evaluations=2, verbose=1,
+    )  # fmt: skip
+    finetune(options)
+    captured = capsys.readouterr()
+    for text in (captured.out, captured.err):
+        assert not re.search(r"[\r\b\x1b]", text), text[-2000:]
+    lines = captured.out.splitlines()
+    steps = [int(line.split()[1].split("/")[0]) for line in lines if line.startswith("step ")]
+    assert steps == [*range(1, 10), *range(11, 20)]
+    assert [line for line in lines if line.startswith("evaluation ")][0] == (
+        "evaluation 1/2: steps 1-10 of 20"
+    )
+    evaluations = [line for line in lines if line.startswith("SST-2 eval after")]
+    assert len(evaluations) == 2 and "majority_accuracy=" in evaluations[0]
+    assert len(lines) <= len(steps) + 10, captured.out  # the plan, headings, results, summary
 
 
 POSITIVE = ("good", "great", "fine", "lovely", "nice")
