@@ -430,7 +430,7 @@ def _train(loop, plan: _Plan, objective, options, output_dir, chief, manager,
     epoch, done = divmod(start, steps_per_epoch) if start < train_steps else (epochs, 0)
     progress.on_train_begin(start)
     run_callbacks(callbacks, "on_train_begin", start)  # drops rows logged past `start`
-    with StopSignals() as stop:
+    with StopSignals() as stop, progress:  # an interruption's line starts a line of its own
         while epoch < epochs:
             length = plan.stretch_length(epoch)
             progress.on_epoch_begin(epoch)

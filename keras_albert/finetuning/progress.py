@@ -9,7 +9,8 @@ them (`keras_albert.training.progress.StepProgress`).
 
 Keras's bar redraws its line with "\\r", "\\b" and ANSI escapes, and Keras draws it that way
 on every POSIX system, terminal or not: in a log file it is kilobytes of bar per stretch. The
-lines' rate and time left are wall time (evaluations included), as the headings'.
+lines' rate and time left are wall time (evaluations included), as the headings'. A resumed
+run's heading starts at the first step it trains ("steps 63-160" after a checkpoint at 62).
 
 An "evaluation" is the stretch of steps before an evaluation, not a pass over the data (not
 Keras's "Epoch k/n").
@@ -45,6 +46,9 @@ class EvaluationProgress:
     """Progress of a fine-tuning run of `train_steps` steps, evaluated after every
     `steps_per_epoch` steps and after the last (the last stretch may be shorter).
 
+    A context manager: when its block ends, however it ends (an interruption, an error), an
+    unfinished bar's line is ended, so that what is printed next starts a line of its own.
+
     Args:
         steps_per_epoch: steps between two evaluations.
         train_steps: the steps of the run.
@@ -78,6 +82,15 @@ class EvaluationProgress:
         self._first_step = self._step = 0
         self._stretch = (1, 0)  # the current stretch's first and last step
         self._bar = None
+        self._bar_drawn = False
+
+    def __enter__(self) -> EvaluationProgress:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        if self._bar is not None and self._bar_drawn:
+            print(flush=True)  # the bar leaves its line open until its last step
+        self._bar = None
 
     def on_train_begin(self, step: int = 0) -> None:
         """`step`: where this process starts (a resumed run: the time left counts from it)."""
@@ -88,7 +101,8 @@ class EvaluationProgress:
 
     def on_epoch_begin(self, epoch: int) -> None:
         epochs = -(-self.train_steps // self.steps_per_epoch)
-        first = epoch * self.steps_per_epoch + 1
+        # A resumed run starts inside a stretch: its heading names the steps it trains.
+        first = max(epoch * self.steps_per_epoch, self._first_step) + 1
         last = min(self.train_steps, (epoch + 1) * self.steps_per_epoch)
         self._stretch = (first, last)
         if not self.verbose:
@@ -100,6 +114,7 @@ class EvaluationProgress:
         print(line, flush=True)
         if self.verbose == 1 and self.terminal:
             self._bar = keras.utils.Progbar(last - first + 1, stateful_metrics=self.names)
+            self._bar_drawn = False
 
     def on_steps(self, step: int, logs: Callable[[], dict]) -> None:
         """The run is at `step` (of the current stretch); `logs()` gives the stretch's means
@@ -109,6 +124,7 @@ class EvaluationProgress:
             shown = [(name, value) for name, value in logs().items() if name in self.names]
             done = step - self._stretch[0] + 1
             self._bar.update(done, values=shown)  # finishes its line at the stretch's end
+            self._bar_drawn = True
             if done >= self._bar.target:
                 self._bar = None
         # A line when the steps pass a multiple of the interval (`steps_per_execution` may

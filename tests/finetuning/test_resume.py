@@ -10,11 +10,13 @@ an earlier checkpoint, as a kill right after that checkpoint leaves it)."""
 import csv
 import json
 import os
+import pty
 import re
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -57,12 +59,59 @@ def command(config_path, output_dir, *extra):
     ]  # fmt: skip
 
 
-def start(argv):
+def _environment():
     env = {key: value for key, value in os.environ.items() if key != "TF_CONFIG"}
     env.update(PYTHONPATH=str(REPO_ROOT), KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="2")
+    return env
+
+
+def start(argv):
     return subprocess.Popen(
-        argv, env=env, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
+        argv, env=_environment(), cwd=REPO_ROOT, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+
+
+class TerminalRun:
+    """The tool with stdout and stderr a terminal (a pseudo-terminal this test reads), where
+    it draws its progress bar."""
+
+    def __init__(self, argv):
+        self._terminal, tool_side = pty.openpty()
+        self.process = subprocess.Popen(
+            argv, env=_environment(), cwd=REPO_ROOT, stdin=subprocess.DEVNULL,
+            stdout=tool_side, stderr=tool_side,
+        )  # fmt: skip
+        os.close(tool_side)
+        self._chunks = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self):
+        while True:
+            try:
+                data = os.read(self._terminal, 65536)
+            except OSError:  # EIO: the tool has exited, the terminal is closed
+                return
+            if not data:
+                return
+            self._chunks.append(data)
+
+    def output(self) -> str:
+        # A terminal ends lines with "\r\n"; the bar's own "\r"s stay.
+        return b"".join(self._chunks).decode("utf-8", "replace").replace("\r\n", "\n")
+
+    def finish(self, status):
+        try:
+            self.process.wait(timeout=TIMEOUT_S)
+        finally:
+            if self.process.poll() is None:
+                self.process.kill()
+        self._reader.join(timeout=30)
+        os.close(self._terminal)
+        output = self.output()
+        assert self.process.returncode == status, output[-4000:]
+        return output
 
 
 def finish(process, status=0):
@@ -182,6 +231,37 @@ def test_sigterm_saves_the_step_exits_143_and_the_rerun_loses_nothing(
     for a, b in zip(final, expected, strict=True):
         np.testing.assert_array_equal(a, b)
     assert (output_dir / "metrics.json").read_text() == (reference / "metrics.json").read_text()
+
+
+def test_on_a_terminal_the_interruption_starts_its_own_line_and_the_rerun_names_its_steps(
+    config_path, tmp_path
+):
+    """SIGTERM while the bar of the second stretch is drawn (its line still open): the
+    `interrupted:` line starts a line of its own. The rerun, logged to a pipe, prints lines
+    (no bar, no terminal codes) and its heading starts at the first step it trains."""
+    output_dir = tmp_path / "run"
+    argv = [*command(config_path, output_dir, "--checkpoint-every-steps", "none"), "--verbose",
+            "1"]  # fmt: skip
+    run = TerminalRun(argv)
+    bar = re.compile(r"evaluation 2/3: [^\n]*\n[^\n]*/16")  # its heading, then its bar
+    deadline = time.monotonic() + TIMEOUT_S
+    while not bar.search(run.output()) and run.process.poll() is None:
+        assert time.monotonic() < deadline, run.output()[-4000:]
+        time.sleep(0.005)
+    run.process.send_signal(signal.SIGTERM)
+    lines = run.finish(status=143).split("\n")
+    (index,) = [i for i, line in enumerate(lines) if "interrupted:" in line]
+    assert lines[index].startswith("interrupted: "), lines[index - 1 :]
+    assert "/16" in lines[index - 1] and "16/16" not in lines[index - 1]  # an unfinished bar
+    stopped = int(re.search(r"stopped after step (\d+) of 48", lines[index]).group(1))
+    assert 16 < stopped < 32
+
+    output = finish(start(argv))  # a pipe: not a terminal
+    assert not re.search(r"[\r\b\x1b]", output), output[-4000:]
+    assert f"evaluation 2/3: steps {stopped + 1}-32 of 48\n" in output, output[-4000:]
+    # A line every 2 steps (stretches of 16) from the step it resumes at, but the evaluations'.
+    steps = [int(step) for step in re.findall(r"^step (\d+)/48 · ", output, re.MULTILINE)]
+    assert steps == [step for step in range(stopped + 1, 48) if step % 2 == 0 and step % 16]
 
 
 def test_one_run_per_directory_and_a_dead_holder_is_taken_over(config_path, tmp_path):
