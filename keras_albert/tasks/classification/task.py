@@ -1,12 +1,11 @@
 """GLUE-style sentence (pair) classification and regression as a `FinetuningTask`.
 
 Reads the task files with `keras_albert.tasks.classification.reader`, puts an `AlbertClassifier`
-head on the backbone, scores the official metrics (`glue.metrics`) beside the eval data's majority
-baseline (classification; a model that predicts one class for every row is said to be it),
-and writes `eval_predictions.tsv`
-(`index`, `prediction`, `label`) and, with `test_data`, `test_predictions.tsv` (`index`,
-`prediction`: the GLUE submission layout). `index` is the file's id column, or the example's
-index among the file's examples, from 0.
+head on the backbone, scores the official metrics (`glue.metrics`) beside the eval data's
+majority baseline (classes, not regression: a model that predicts one class for every row is
+said to be it) and writes `eval_predictions.tsv` (`index`, `prediction`, `label`) and, with
+`test_data`, `test_predictions.tsv` (`index`, `prediction`: the GLUE submission layout).
+`index` is the file's id column, or the example's index among the file's examples, from 0.
 """
 
 from __future__ import annotations
