@@ -1,7 +1,8 @@
 """Fine-tuning survives interruption: a run SIGKILLed or SIGTERMed and rerun ends where an
 uninterrupted one ends (weights bit for bit, history rows, best model, metrics); SIGTERM saves
-the step it stopped at and exits 143 with one line; one run per output directory; a resume
-with other options is refused, `--force` starts over.
+the step it stopped at and exits 143 with one line (on a terminal, a line of its own after
+the progress bar); a resume inside a shorter last stretch is exact too; one run per output
+directory; a resume with other options is refused, `--force` starts over.
 
 The tool runs in subprocesses (real signals) on SST-2 rows of tests/data with a tiny model
 over the real 30k vocabulary; a NER run is interrupted in process (its directory put back to
@@ -9,6 +10,7 @@ an earlier checkpoint, as a kill right after that checkpoint leaves it)."""
 
 import csv
 import json
+import math
 import os
 import pty
 import re
@@ -330,6 +332,10 @@ def test_a_resume_inside_a_shorter_last_stretch_ends_like_the_uninterrupted_run(
     reference = tmp_path / "reference"
     expected = finetune(FinetuningOptions(output_dir=str(reference), **options))
     assert [row["step"] for row in expected["history"]] == [4, 7]
+    # A tiny fresh model's loss stays near ln 2: the last row is a mean over its 3 steps
+    # (summed over 3, divided by 4 it would be about 0.52).
+    (last,) = [row for row in history(reference) if row["step"] == "7"]
+    assert float(last["loss"]) == pytest.approx(math.log(2), abs=0.08)
     assert expected["train_steps"] == 7 and latest_step(reference) == 7
     interrupted = tmp_path / "interrupted"
     shutil.copytree(reference, interrupted)
