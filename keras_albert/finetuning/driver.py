@@ -56,12 +56,14 @@ Default recipes: google-research/albert `run_glue.sh` (commit 557c37b) per GLUE 
 original README's for SQuAD and RACE, Hugging Face `run_ner`'s for NER. `scale` multiplies
 train and warmup steps for small machines (`keras_albert.tasks.recipes`). Progress: a
 heading "evaluation k/n: steps a-b of N, about T left" per stretch of steps between two
-evaluations, then a progress bar over its steps (`keras_albert.training.callbacks`).
+evaluations, then a progress bar over its steps on a terminal, elsewhere (a log file) a line
+every few steps (`keras_albert.finetuning.progress`), and a line per evaluation.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import os
@@ -74,11 +76,11 @@ import tensorflow as tf
 from keras_albert.convert import load_checkpoint, require_vocabulary, resolve_normalization
 from keras_albert.finetuning.elastic_depth import elastic_replica_fn
 from keras_albert.finetuning.options import FinetuningOptions
+from keras_albert.finetuning.progress import EvaluationProgress
 from keras_albert.finetuning.task_choice import choose_task, make_task
 from keras_albert.tasks.recipes import epoch_plan, resolve_recipe
 from keras_albert.text.normalization import changed_normalization
 from keras_albert.training import run_directory
-from keras_albert.training.callbacks import EvaluationProgress
 from keras_albert.training.checkpoints import JsonState, training_checkpoint
 from keras_albert.training.clipping import AdamW, adamw
 from keras_albert.training.interruption import StopSignals
@@ -162,7 +164,9 @@ class _CheckedRun:
 
 @dataclasses.dataclass(frozen=True)
 class _Plan:
-    """The task's data and how long the run is: its recipe, evaluations and steps."""
+    """The task's data and how long the run is: its recipe, and an evaluation after every
+    `steps_per_epoch` steps and after the last of the recipe's `train_steps` (`epochs` in
+    all; `keras_albert.tasks.recipes.epoch_plan`)."""
 
     task: object
     recipe: object
@@ -171,7 +175,11 @@ class _Plan:
 
     @property
     def train_steps(self) -> int:
-        return self.epochs * self.steps_per_epoch
+        return self.recipe.train_steps
+
+    def stretch_length(self, epoch: int) -> int:
+        """The steps before evaluation `epoch + 1` (the last stretch may be shorter)."""
+        return min(self.steps_per_epoch, self.train_steps - epoch * self.steps_per_epoch)
 
 
 def _finetune(options: FinetuningOptions, strategy, chief: bool) -> dict:
@@ -208,14 +216,14 @@ def _finetune(options: FinetuningOptions, strategy, chief: bool) -> dict:
             jit_compile=resolve_jit_compile(options.jit_compile, strategy),
         )
         if chief:
-            _print_plan(plan)
+            _print_plan(plan, options)
         # The backbone's pooler takes no part in the span and token heads: no gradient, by
         # design.
         warnings.filterwarnings(
             "ignore", message=r"Gradients do not exist for variables \['pooler/"
         )
-        history = _train(loop, plan.task, objective, plan.recipe, options, output_dir, chief,
-                         plan.epochs, plan.steps_per_epoch, manager, progress_state)  # fmt: skip
+        history = _train(loop, plan, objective, options, output_dir, chief, manager,
+                         progress_state)  # fmt: skip
         best_results = None
         if chief:  # the best model's predictions and metrics (outside the strategy: no peers)
             best = keras.models.load_model(os.path.join(output_dir, "best.keras"))
@@ -323,7 +331,7 @@ def _restore(run: _CheckedRun, checkpoint, optimizer) -> int | None:
     return resumed_from
 
 
-def _print_plan(plan: _Plan) -> None:
+def _print_plan(plan: _Plan, options: FinetuningOptions) -> None:
     task, recipe = plan.task, plan.recipe
     print(
         f"keras_albert: {task.name}: {task.num_train} train / {task.num_eval} eval "
@@ -331,6 +339,13 @@ def _print_plan(plan: _Plan) -> None:
         f"{recipe.learning_rate}, warmup {recipe.warmup_steps} = "
         f"{recipe.warmup_steps / plan.train_steps:.0%} of the run), {plan.epochs} evaluations"
     )
+    if options.num_evaluations is not None and plan.epochs != options.num_evaluations:
+        asked = options.num_evaluations
+        print(
+            f"keras_albert: {plan.epochs} evaluations, not {asked}: stretches of "
+            f"ceil({plan.train_steps} / {asked}) = {plan.steps_per_epoch} steps cover the "
+            f"{plan.train_steps} steps in {plan.epochs}"
+        )
 
 
 def _summary(options, run, plan, strategy, resumed_from, history, best_results) -> dict:
@@ -376,14 +391,14 @@ def _write_outputs(options, run: _CheckedRun, summary: dict, best_results: dict)
     )
 
 
-def _train(loop, task, objective, recipe, options, output_dir, chief, epochs, steps_per_epoch,
-           manager, progress_state) -> list[dict]:  # fmt: skip
-    """`epochs` stretches of `steps_per_epoch` steps, each followed by the task's evaluation,
-    from the step the optimizer is at (a resumed run: `progress_state` holds the evaluations so
-    far); saves the best model to `output_dir/best.keras` and the checkpoints to `manager`;
-    returns one row per evaluation."""
-    batch_size = recipe.batch_size
-    train_steps = epochs * steps_per_epoch
+def _train(loop, plan: _Plan, objective, options, output_dir, chief, manager,
+           progress_state) -> list[dict]:  # fmt: skip
+    """`plan.epochs` stretches of steps (`plan.stretch_length`), each followed by the task's
+    evaluation, from the step the optimizer is at (a resumed run: `progress_state` holds the
+    evaluations so far); saves the best model to `output_dir/best.keras` and the checkpoints
+    to `manager`; returns one row per evaluation."""
+    task, batch_size = plan.task, plan.recipe.batch_size
+    epochs, steps_per_epoch, train_steps = plan.epochs, plan.steps_per_epoch, plan.train_steps
     start = int(loop.optimizer.iterations.numpy())
     # The stream is the same for a seed: a resumed run skips the batches trained on.
     iterator = loop.iterator(
@@ -419,17 +434,20 @@ def _train(loop, task, objective, recipe, options, output_dir, chief, epochs, st
             save(step)
         return stop.interrupted(run_directory.stopped_at(options.output_dir, step, train_steps))
 
-    epoch, done = divmod(start, steps_per_epoch)
+    # Every stretch but the last starts at a multiple of `steps_per_epoch`; a finished run
+    # (the last stretch maybe shorter) has none left.
+    epoch, done = divmod(start, steps_per_epoch) if start < train_steps else (epochs, 0)
     progress.on_train_begin(start)
     run_callbacks(callbacks, "on_train_begin", start)  # drops rows logged past `start`
-    with StopSignals() as stop:
+    with StopSignals() as stop, progress:  # an interruption's line starts a line of its own
         while epoch < epochs:
+            length = plan.stretch_length(epoch)
             progress.on_epoch_begin(epoch)
             started = time.perf_counter()
             trained = 0
-            while done < steps_per_epoch:
+            while done < length:
                 step = epoch * steps_per_epoch + done
-                count = min(chunk, steps_per_epoch - done)
+                count = min(chunk, length - done)
                 if every:  # land on the checkpoint steps
                     count = min(count, every - step % every)
                 sums = loop.train(iterator, count)
@@ -437,17 +455,16 @@ def _train(loop, task, objective, recipe, options, output_dir, chief, epochs, st
                     key: state["totals"].get(key, 0.0) + value for key, value in sums.items()
                 }
                 done, trained, step = done + count, trained + count, step + count
-                if progress.showing_bar:
-                    progress.on_steps(done, objective.logs(state["totals"], done))
-                if done == steps_per_epoch:
+                progress.on_steps(step, functools.partial(objective.logs, state["totals"], done))
+                if done == length:
                     break  # the evaluation's checkpoint follows
                 saved = bool(every) and step % every == 0
                 if saved:
                     save(step)
                 if stop.agreed(loop.strategy):
                     raise stopped(stop, step, saved)
-            step = (epoch + 1) * steps_per_epoch
-            logs = objective.logs(state["totals"], steps_per_epoch)
+            step = epoch * steps_per_epoch + length
+            logs = objective.logs(state["totals"], length)
             if "skipped_steps" in state["totals"]:  # float16: overflowed steps, not applied
                 logs["skipped_steps"] = state["totals"]["skipped_steps"]
             if not math.isfinite(logs["loss"]):
@@ -458,7 +475,7 @@ def _train(loop, task, objective, recipe, options, output_dir, chief, epochs, st
             results = task.evaluate(loop.model, batch_size)
             if chief and options.verbose:
                 train = ", ".join(f"{name} {value:.4g}" for name, value in logs.items())
-                shown = ", ".join(f"{name}={value:.4g}" for name, value in results.items())
+                shown = task.format_results(results)
                 print(
                     f"{task.name} eval after evaluation {epoch + 1} (step {step}, "
                     f"{trained / seconds:.3g} steps/s; train {train}): {shown}",

@@ -64,9 +64,11 @@ class FinetuningOptions:
         batch_size: overrides the recipe's batch size.
         train_steps: overrides the recipe's train steps.
         warmup_steps: overrides the recipe's warmup steps.
-        num_evaluations: how many times the run evaluates (each may keep the best model); the
-            train steps are split evenly among them. By default about one per pass over the
-            training data (at least one).
+        num_evaluations: how many times the run evaluates (each may keep the best model):
+            after every ceil(train_steps / num_evaluations) steps and after the last step (the
+            last stretch shorter: the run trains exactly train_steps; fewer evaluations, said
+            so, when the stretches use the steps up sooner). By default about one per pass
+            over the training data (at least one).
         dropout: dropout of the task head (0.1 as the original heads).
         weight_decay_rate: AdamW's decoupled decay (LayerNorm and biases excluded).
         skip_invalid: skip (and count) bad rows instead of stopping at the first.
@@ -84,8 +86,10 @@ class FinetuningOptions:
         steps_per_execution: train steps per `tf.function` call.
         jit_compile: auto, true or false: XLA for the train step (auto: on GPUs and TPUs).
         seed: seed of weights initialization and shuffling.
-        verbose: 0: quiet; 1: a heading per evaluation and a progress bar over its steps;
-            2: the heading only.
+        verbose: 0: quiet; 1: before each evaluation a heading, then its steps: a progress
+            bar on a terminal, elsewhere (a log file, a pipe) one line every few steps (about
+            10 per evaluation; step, rate, time left, loss and metrics), and after it a line
+            of its results; 2: the headings and the results' lines only.
         elastic_depths: also train the shared block at these shallower depths (e.g. 6,3),
             so that the model can be served with `--num-layers` any of them
             (`keras_albert.finetuning.elastic_depth`); the loss is the mean over all depths.

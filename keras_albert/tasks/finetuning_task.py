@@ -8,6 +8,7 @@ it: each task type that trains (`keras_albert.tasks.registry`) implements `Finet
     TrainingLoop(strategy, model, optimizer, objective.replica_fn)   # (or model.compile + fit:
     ... task.train_dataset(batch_size, seed) ...                     #  `task.compile`)
     metrics = task.evaluate(model, batch_size)   # {name: number}, `task.main_metric` among them
+    print(task.format_results(metrics))          # the line after each evaluation
     task.evaluate(best, batch_size, output_dir)  # the same, and the predictions files written
 
 `evaluate` returns the same keys at every call (history.csv has one column per key).
@@ -106,6 +107,11 @@ class FinetuningTask(abc.ABC):
     ) -> dict[str, float]:
         """The eval data's official metrics; with `output_dir`, the predictions files too: the
         eval data's and, with `options.test_data`, the test data's (`test_predictions.*`)."""
+
+    def format_results(self, results: dict[str, float]) -> str:
+        """`evaluate`'s results as the driver prints them after each evaluation (a task adds
+        what a reader of the numbers must know)."""
+        return ", ".join(f"{name}={value:.4g}" for name, value in results.items())
 
     def summary(self) -> dict:
         """What the task adds to `summary.json` (counts, skipped rows, labels)."""

@@ -80,9 +80,15 @@ def resolve_recipe(options, recipe: Recipe | EpochRecipe, num_train: int) -> Rec
 
 
 def epoch_plan(train_steps: int, batch_size: int, num_train: int, epochs: int | None):
-    """(epochs, steps_per_epoch): about one epoch per pass over the data unless `epochs`."""
+    """(epochs, steps_per_epoch): an evaluation after every `steps_per_epoch` steps and after
+    the last of `train_steps`, the last stretch shorter when they do not divide: the run
+    trains exactly `train_steps` (10 steps, 3 epochs: evaluations after 4, 8 and 10).
+
+    About one epoch per pass over the data unless `epochs`. Fewer epochs than asked when
+    stretches of `ceil(train_steps / epochs)` use the steps up sooner (10 steps, 6 epochs:
+    5 stretches of 2)."""
     if epochs is None:
         steps_per_pass = max(1, math.ceil(num_train / batch_size))
         epochs = max(1, round(train_steps / steps_per_pass))
-    epochs = min(epochs, train_steps)
-    return epochs, math.ceil(train_steps / epochs)
+    steps_per_epoch = math.ceil(train_steps / min(epochs, train_steps))
+    return math.ceil(train_steps / steps_per_epoch), steps_per_epoch

@@ -3,12 +3,14 @@
 import csv
 import json
 import os
+import re
 import runpy
 import sys
 
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from keras_albert import AlbertBackbone, AlbertClassifier, AlbertConfig, AlbertPretrainer
 from keras_albert.finetuning.driver import FinetuningOptions, finetune
@@ -118,7 +120,8 @@ def test_every_task_end_to_end(task, tiny_config_path, tmp_path):
     spec = glue.get_task(task)
     evaluation = glue.read_examples(eval_data, spec)
     assert summary["train_steps"] == 2 and len(summary["history"]) == epochs
-    assert set(summary["best"]) == {"loss", *spec.metrics}
+    baseline = () if spec.is_regression else ("majority_accuracy", "num_predicted_classes")
+    assert set(summary["best"]) == {"loss", *spec.metrics, *baseline}
 
     # The predictions file is the best checkpoint's, row for row, and its metrics are the
     # summary's, recomputed here from the file.
@@ -131,6 +134,10 @@ def test_every_task_end_to_end(task, tiny_config_path, tmp_path):
         predictions = np.array([spec.labels.index(row["prediction"]) for row in rows])
         assert [row["label"] for row in rows] == [spec.labels[i] for i in evaluation.labels]
     recomputed = compute_metrics(spec, evaluation.labels, predictions)
+    if not spec.is_regression:
+        counts = np.unique(evaluation.labels, return_counts=True)[1]
+        recomputed["majority_accuracy"] = counts.max() / len(evaluation.labels)
+        recomputed["num_predicted_classes"] = len(set(predictions.tolist()))
     for metric, value in recomputed.items():
         assert summary["best"][metric] == pytest.approx(value, abs=1e-5)
     best_epoch_metrics = summary["history"][summary["best_epoch"] - 1]
@@ -143,6 +150,55 @@ def test_every_task_end_to_end(task, tiny_config_path, tmp_path):
     assert len(history) == epochs and f"val_{spec.main_metric}" in history[0]
     assert os.listdir(output_dir / "logs" / "validation")
     assert (output_dir / "tokenizer.model").read_bytes() == open(ALBERT_MODEL, "rb").read()
+
+
+def test_the_run_trains_exactly_train_steps_the_last_stretch_shorter(tiny_config_path, tmp_path):
+    """10 steps, 3 evaluations: after steps 4, 8 and 10 (stretches of ceil(10 / 3), the last
+    shorter), not 12; the schedule, the history and the last checkpoint end at step 10."""
+    train_data, eval_data = _task_files("SST-2", tmp_path)
+    output_dir = tmp_path / "run"
+    options = FinetuningOptions(
+        task="SST-2", train_data=train_data, eval_data=eval_data, output_dir=str(output_dir),
+        config=tiny_config_path, vocabulary=ALBERT_MODEL, sequence_length=32, train_steps=10,
+        batch_size=4, num_evaluations=3, verbose=0,
+    )  # fmt: skip
+    summary = finetune(options)
+    assert summary["train_steps"] == 10 and summary["epochs"] == 3
+    assert [row["step"] for row in summary["history"]] == [4, 8, 10]
+    with open(output_dir / "history.csv", encoding="utf-8") as file:
+        rows = list(csv.DictReader(file))
+    assert [int(row["step"]) for row in rows] == [4, 8, 10]
+    # The last update's rate (step 9, after the warmup): the linear decay ends at step 10.
+    assert summary["recipe"]["warmup_steps"] < 9
+    peak = summary["recipe"]["learning_rate"]
+    assert float(rows[-1]["learning_rate"]) == pytest.approx(peak * (1 - 9 / 10))
+    latest = tf.train.latest_checkpoint(str(output_dir / "checkpoints"))
+    assert latest.endswith("ckpt-10")
+
+
+def test_output_to_a_file_is_lines_not_a_bar(tiny_config_path, tmp_path, capsys):
+    """verbose 1 with stdout not a terminal (captured here, as in a log file): no bar redraws
+    or ANSI escapes, a line every step (stretches of 10: an interval of 1) but the stretches'
+    last, whose evaluations print theirs."""
+    train_data, eval_data = _task_files("SST-2", tmp_path)
+    options = FinetuningOptions(
+        task="SST-2", train_data=train_data, eval_data=eval_data,
+        output_dir=str(tmp_path / "run"), config=tiny_config_path, vocabulary=ALBERT_MODEL,
+        sequence_length=32, train_steps=20, batch_size=4, num_evaluations=2, verbose=1,
+    )  # fmt: skip
+    finetune(options)
+    captured = capsys.readouterr()
+    for text in (captured.out, captured.err):
+        assert not re.search(r"[\r\b\x1b]", text), text[-2000:]
+    lines = captured.out.splitlines()
+    steps = [int(line.split()[1].split("/")[0]) for line in lines if line.startswith("step ")]
+    assert steps == [*range(1, 10), *range(11, 20)]
+    assert [line for line in lines if line.startswith("evaluation ")][0] == (
+        "evaluation 1/2: steps 1-10 of 20"
+    )
+    evaluations = [line for line in lines if line.startswith("SST-2 eval after")]
+    assert len(evaluations) == 2 and "majority_accuracy=" in evaluations[0]
+    assert len(lines) <= len(steps) + 10, captured.out  # the plan, headings, results, summary
 
 
 POSITIVE = ("good", "great", "fine", "lovely", "nice")

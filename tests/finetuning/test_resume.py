@@ -1,7 +1,8 @@
 """Fine-tuning survives interruption: a run SIGKILLed or SIGTERMed and rerun ends where an
 uninterrupted one ends (weights bit for bit, history rows, best model, metrics); SIGTERM saves
-the step it stopped at and exits 143 with one line; one run per output directory; a resume
-with other options is refused, `--force` starts over.
+the step it stopped at and exits 143 with one line (on a terminal, a line of its own after
+the progress bar); a resume inside a shorter last stretch is exact too; one run per output
+directory; a resume with other options is refused, `--force` starts over.
 
 The tool runs in subprocesses (real signals) on SST-2 rows of tests/data with a tiny model
 over the real 30k vocabulary; a NER run is interrupted in process (its directory put back to
@@ -9,12 +10,15 @@ an earlier checkpoint, as a kill right after that checkpoint leaves it)."""
 
 import csv
 import json
+import math
 import os
+import pty
 import re
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -57,12 +61,59 @@ def command(config_path, output_dir, *extra):
     ]  # fmt: skip
 
 
-def start(argv):
+def _environment():
     env = {key: value for key, value in os.environ.items() if key != "TF_CONFIG"}
     env.update(PYTHONPATH=str(REPO_ROOT), KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="2")
+    return env
+
+
+def start(argv):
     return subprocess.Popen(
-        argv, env=env, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
+        argv, env=_environment(), cwd=REPO_ROOT, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+
+
+class TerminalRun:
+    """The tool with stdout and stderr a terminal (a pseudo-terminal this test reads), where
+    it draws its progress bar."""
+
+    def __init__(self, argv):
+        self._terminal, tool_side = pty.openpty()
+        self.process = subprocess.Popen(
+            argv, env=_environment(), cwd=REPO_ROOT, stdin=subprocess.DEVNULL,
+            stdout=tool_side, stderr=tool_side,
+        )  # fmt: skip
+        os.close(tool_side)
+        self._chunks = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self):
+        while True:
+            try:
+                data = os.read(self._terminal, 65536)
+            except OSError:  # EIO: the tool has exited, the terminal is closed
+                return
+            if not data:
+                return
+            self._chunks.append(data)
+
+    def output(self) -> str:
+        # A terminal ends lines with "\r\n"; the bar's own "\r"s stay.
+        return b"".join(self._chunks).decode("utf-8", "replace").replace("\r\n", "\n")
+
+    def finish(self, status):
+        try:
+            self.process.wait(timeout=TIMEOUT_S)
+        finally:
+            if self.process.poll() is None:
+                self.process.kill()
+        self._reader.join(timeout=30)
+        os.close(self._terminal)
+        output = self.output()
+        assert self.process.returncode == status, output[-4000:]
+        return output
 
 
 def finish(process, status=0):
@@ -120,7 +171,9 @@ def assert_same_run(actual, expected):
         tf.train.latest_checkpoint(str(expected / "checkpoints"))))  # fmt: skip
     assert any("model" in name for name in names)
     for name in names:
-        if "save_counter" in name:
+        # The object graph holds the Python objects' names (two runs in one process: adam_w,
+        # adam_w_1), not values.
+        if "save_counter" in name or name == "_CHECKPOINTABLE_OBJECT_GRAPH":
             continue
         np.testing.assert_array_equal(final[0].get_tensor(name), final[1].get_tensor(name), name)
 
@@ -182,6 +235,37 @@ def test_sigterm_saves_the_step_exits_143_and_the_rerun_loses_nothing(
     assert (output_dir / "metrics.json").read_text() == (reference / "metrics.json").read_text()
 
 
+def test_on_a_terminal_the_interruption_starts_its_own_line_and_the_rerun_names_its_steps(
+    config_path, tmp_path
+):
+    """SIGTERM while the bar of the second stretch is drawn (its line still open): the
+    `interrupted:` line starts a line of its own. The rerun, logged to a pipe, prints lines
+    (no bar, no terminal codes) and its heading starts at the first step it trains."""
+    output_dir = tmp_path / "run"
+    argv = [*command(config_path, output_dir, "--checkpoint-every-steps", "none"), "--verbose",
+            "1"]  # fmt: skip
+    run = TerminalRun(argv)
+    bar = re.compile(r"evaluation 2/3: [^\n]*\n[^\n]*/16")  # its heading, then its bar
+    deadline = time.monotonic() + TIMEOUT_S
+    while not bar.search(run.output()) and run.process.poll() is None:
+        assert time.monotonic() < deadline, run.output()[-4000:]
+        time.sleep(0.005)
+    run.process.send_signal(signal.SIGTERM)
+    lines = run.finish(status=143).split("\n")
+    (index,) = [i for i, line in enumerate(lines) if "interrupted:" in line]
+    assert lines[index].startswith("interrupted: "), lines[index - 1 :]
+    assert "/16" in lines[index - 1] and "16/16" not in lines[index - 1]  # an unfinished bar
+    stopped = int(re.search(r"stopped after step (\d+) of 48", lines[index]).group(1))
+    assert 16 < stopped < 32
+
+    output = finish(start(argv))  # a pipe: not a terminal
+    assert not re.search(r"[\r\b\x1b]", output), output[-4000:]
+    assert f"evaluation 2/3: steps {stopped + 1}-32 of 48\n" in output, output[-4000:]
+    # A line every 2 steps (stretches of 16) from the step it resumes at, but the evaluations'.
+    steps = [int(step) for step in re.findall(r"^step (\d+)/48 · ", output, re.MULTILINE)]
+    assert steps == [step for step in range(stopped + 1, 48) if step % 2 == 0 and step % 16]
+
+
 def test_one_run_per_directory_and_a_dead_holder_is_taken_over(config_path, tmp_path):
     output_dir = tmp_path / "run"
     with run_directory.run_lock(str(output_dir)):  # this test process is a live run
@@ -230,6 +314,44 @@ def test_a_resume_with_other_options_is_refused_and_force_starts_over(
     assert "force: removed checkpoints, history.csv, logs, best.keras" in capsys.readouterr().out
     assert forced["resumed_from_step"] is None and forced["history"] != first["history"]
     assert len(history(tmp_path / "run")) == 2 and latest_step(tmp_path / "run") == 4
+
+
+def test_a_resume_inside_a_shorter_last_stretch_ends_like_the_uninterrupted_run(
+    config_path, tmp_path
+):
+    """7 steps, 2 evaluations: stretches of 4 and 3 steps. A run put back to its step-6
+    checkpoint (inside the shorter last stretch) trains step 7 alone, averages the stretch's
+    3 steps, and ends as the uninterrupted run; rerun when finished, it trains nothing."""
+    options = dict(
+        task="SST-2", train_data=os.path.join(GLUE, "sst2_train.tsv"),
+        eval_data=os.path.join(GLUE, "sst2_dev.tsv"), config=config_path,
+        vocabulary=ALBERT_SPM, sequence_length=32, batch_size=4, train_steps=7,
+        num_evaluations=2, learning_rate=1e-3, checkpoint_every_steps=3, keep_checkpoints=10,
+        verbose=0,
+    )  # fmt: skip
+    reference = tmp_path / "reference"
+    expected = finetune(FinetuningOptions(output_dir=str(reference), **options))
+    assert [row["step"] for row in expected["history"]] == [4, 7]
+    # A tiny fresh model's loss stays near ln 2: the last row is a mean over its 3 steps
+    # (summed over 3, divided by 4 it would be about 0.52).
+    (last,) = [row for row in history(reference) if row["step"] == "7"]
+    assert float(last["loss"]) == pytest.approx(math.log(2), abs=0.08)
+    assert expected["train_steps"] == 7 and latest_step(reference) == 7
+    interrupted = tmp_path / "interrupted"
+    shutil.copytree(reference, interrupted)
+    (interrupted / "checkpoints" / "checkpoint").write_text(
+        'model_checkpoint_path: "ckpt-6"\nall_model_checkpoint_paths: "ckpt-6"\n'
+    )
+    for name in ("summary.json", "metrics.json", "eval_predictions.tsv"):
+        (interrupted / name).unlink()
+
+    summary = finetune(FinetuningOptions(output_dir=str(interrupted), **options))
+    assert summary["resumed_from_step"] == 6
+    assert_same_run(interrupted, reference)
+
+    again = finetune(FinetuningOptions(output_dir=str(interrupted), **options))
+    assert again["resumed_from_step"] == 7 and again["history"] == expected["history"]
+    assert history(interrupted) == history(reference)
 
 
 def _task_data(task: str, tmp_path: Path) -> tuple[str, dict, tuple[str, ...]]:

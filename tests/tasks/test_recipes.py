@@ -35,7 +35,11 @@ def test_recipes_are_run_glue_sh_and_scale():
     # About one evaluation per pass over the data; the steps split evenly.
     assert recipes.epoch_plan(209, 32, 67349, None) == (1, 209)
     assert recipes.epoch_plan(800, 32, 2490, None) == (10, 80)
+    # The last stretch shorter (after 4, 8, 10); fewer evaluations when the steps run out.
     assert recipes.epoch_plan(10, 4, 100, 3) == (3, 4)
+    assert recipes.epoch_plan(150, 4, 100, 4) == (4, 38)
+    assert recipes.epoch_plan(10, 4, 100, 6) == (5, 2)
+    assert recipes.epoch_plan(3, 4, 100, 5) == (3, 1)
     message = r"`scale` must be a number in \(0, inf\]\. Received: scale=0"
     with pytest.raises(ValueError, match=message):
         RECIPES["RTE"].scaled(0)

@@ -1,14 +1,16 @@
 """GLUE-style sentence (pair) classification and regression as a `FinetuningTask`.
 
 Reads the task files with `keras_albert.tasks.classification.reader`, puts an `AlbertClassifier`
-head on the backbone, scores the official metrics (`glue.metrics`) and writes `eval_predictions.tsv`
-(`index`, `prediction`, `label`) and, with `test_data`, `test_predictions.tsv` (`index`,
-`prediction`: the GLUE submission layout). `index` is the file's id column, or the example's
-index among the file's examples, from 0.
+head on the backbone, scores the official metrics (`glue.metrics`) beside the eval data's
+majority baseline (classes, not regression: a model that predicts one class for every row is
+said to be it) and writes `eval_predictions.tsv` (`index`, `prediction`, `label`) and, with
+`test_data`, `test_predictions.tsv` (`index`, `prediction`: the GLUE submission layout).
+`index` is the file's id column, or the example's index among the file's examples, from 0.
 """
 
 from __future__ import annotations
 
+import math
 import os
 
 import keras
@@ -16,7 +18,11 @@ import numpy as np
 
 from keras_albert.models import AlbertClassifier
 from keras_albert.tasks.classification import defaults
-from keras_albert.tasks.classification.metrics import compute_metrics, predictions_from_logits
+from keras_albert.tasks.classification.metrics import (
+    compute_metrics,
+    majority_baseline,
+    predictions_from_logits,
+)
 from keras_albert.tasks.classification.reader import Examples, make_dataset, read_examples
 from keras_albert.tasks.finetuning_task import FinetuningTask
 from keras_albert.tasks.recipes import EpochRecipe, Recipe
@@ -102,6 +108,8 @@ class ClassificationTask(FinetuningTask):
         loss = float(keras.ops.convert_to_numpy(keras.ops.mean(self.loss(labels, logits))))
         predictions = predictions_from_logits(self.spec, logits)
         metrics = {"loss": loss, **compute_metrics(self.spec, labels, predictions)}
+        if not self.spec.is_regression:
+            metrics.update(majority_baseline(labels, predictions))
         if output_dir is not None:
             self._write(os.path.join(output_dir, "eval_predictions.tsv"), self.evaluation,
                         predictions)  # fmt: skip
@@ -113,6 +121,22 @@ class ClassificationTask(FinetuningTask):
                     predictions_from_logits(self.spec, test_logits),
                 )
         return metrics
+
+    def format_results(self, results):
+        constant = results.get("num_predicted_classes") == 1
+        shown = super().format_results(
+            {name: value for name, value in results.items() if name != "num_predicted_classes"}
+        )
+        if not constant:
+            return shown
+        shown += f": one class for all {self.num_eval} rows"
+        # One class predicted scores that class's share: the majority's when it is the
+        # majority class. Without an accuracy among the metrics (CoLA) it goes unsaid.
+        if "accuracy" in results and math.isclose(
+            results["accuracy"], results["majority_accuracy"]
+        ):
+            shown += " = majority baseline"
+        return shown
 
     def _write(self, path: str, examples: Examples, predictions: np.ndarray) -> None:
         def label_text(value):
