@@ -294,6 +294,8 @@ def test_from_pretraining_output_generic_csv_learns_and_predicts_with_the_best_m
     )
     assert summary["num_train_examples"] == 40 and summary["options"]["init_checkpoint"]
     assert summary["num_test_examples"] == 20 and summary["num_skipped"]["test"] == 0
+    # The .csv files were read with commas (the option, as given, is the default tab).
+    assert summary["delimiters"] == {"train": ",", "eval": ",", "test": ","}
     assert summary["best"]["accuracy"] >= 0.9, summary["history"]
     # Fine-tuning normalized as the pretraining run recorded, and records it for the export.
     assert summary["strip_accents"] is False and "lowercase" not in summary

@@ -64,6 +64,8 @@ class Examples:
     line_numbers: list[int]
     num_skipped: int = 0
     skipped: list[str] = dataclasses.field(default_factory=list)
+    # The field separator the file was read with (a `.csv` given the default tab: a comma).
+    delimiter: str = "\t"
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -207,7 +209,9 @@ def read_examples(
         label_array = np.asarray(labels, dtype=dtype)
     else:
         label_array = None
-    return Examples(path, task, texts, label_array, ids, line_numbers, len(skipped), skipped)
+    return Examples(
+        path, task, texts, label_array, ids, line_numbers, len(skipped), skipped, delimiter
+    )
 
 
 def _parse_label(value: str, task: TaskSpec, layout: Layout, path: str, line: int):

@@ -159,4 +159,10 @@ class ClassificationTask(FinetuningTask):
                 "eval": self.evaluation.num_skipped,
                 "test": self.test.num_skipped if self.test is not None else None,
             },
+            # What each file was read with (`options` records the option as given).
+            "delimiters": {
+                "train": self.train.delimiter,
+                "eval": self.evaluation.delimiter,
+                "test": self.test.delimiter if self.test is not None else None,
+            },
         }
