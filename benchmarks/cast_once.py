@@ -1,6 +1,6 @@
 """Under mixed_bfloat16: the casts of a training step, and the error of the shared weights'
 gradients, with the shared blocks' weights cast once a call (`keras_albert.models.cast_once`)
-or once a pass (issue 37).
+or once a pass.
 
 Run by hand:
 

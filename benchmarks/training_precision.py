@@ -16,7 +16,7 @@ batch 4 × 384):
 - Hugging Face `AlbertForPreTraining` / `AlbertForQuestionAnswering` under
   `torch.autocast("cpu", dtype=torch.bfloat16)`, forward + backward + `AdamW.step`.
 Prints sequences/s per runner (median and range over rounds), the fraction of the measured
-bfloat16 GEMM roof each reaches (`roofs.py`), and the ratios the issue's floors name; writes
+bfloat16 GEMM roof each reaches (`roofs.py`), and the ratios the floors name; writes
 them to `--results-json` and, with `--plot`, a bar chart.
 """
 

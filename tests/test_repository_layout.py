@@ -1,10 +1,14 @@
 """The library stands alone: it refers to no file of the repository checkout, and the
-benchmarks call public functions only (the import direction itself is in setup.cfg)."""
+benchmarks call public functions only (the import direction itself is in setup.cfg). The
+repository's text speaks of the project (its versions, dates and machines), never of internal
+work periods or tickets by number."""
 
 import ast
 import configparser
+import os
 import pathlib
 import re
+import subprocess
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 # Top-level folders of the checkout that an installed copy does not have.
@@ -204,3 +208,132 @@ def test_the_library_and_the_tools_need_no_test_extra():
     run_sh = (REPO_ROOT / "tools" / "run.sh").read_text(encoding="utf-8")
     main_case = run_sh.split("  main)")[1].split(";;")[0]
     assert "install . library" in main_case and "[test]" not in main_case
+
+
+# Text that numbers an internal work period or ticket: "session N", "sessions N–M", "session_N"
+# in a file name, "issue N", "(issue #N)", "(#N)", "stop N", "period N", a branch "sN-topic" or a
+# scratch directory "/tmp/sN/". A measurement is named by its date and machine instead, and an
+# upstream issue as owner/repo#N (google-research/albert#188). Matched on lowercased text; each
+# pattern starts with a literal so that the whole tree is scanned in well under a second, and
+# the character before a match is checked by `numbered_periods` (the kind of each pattern).
+_SPACE = r"(?:[ \u00a0]|\n[ \t]*(?:#+|//|\*|>)?[ \t]*)+"  # spaces, or a wrap onto a comment line
+PERIOD_PATTERNS = (
+    (
+        re.compile(r"sessions?(?:[_-]|" + _SPACE + r")?(?:[≤≥<>]=?[ \u00a0]*)?\d+"),
+        "not after a letter",
+    ),
+    (re.compile(r"issues?" + _SPACE + r"#?\d+"), "a word, not after owner/repo"),
+    (re.compile(r"(?:stop|period)s?" + _SPACE + r"\d+"), "a word"),
+    (re.compile(r"\(#\d+"), "anywhere"),
+    (re.compile(r"[sit]\d\d+(?:-[a-z]|/)"), "a path part"),
+)
+_OWNER_REPO_BEFORE = re.compile(r"[\w.-]+/[\w.-]+[ \u00a0]+$")
+# Not walked when the checkout is not a git repository (no `git ls-files`).
+SKIPPED_FOLDERS = {".git", ".venv", "venv", "__pycache__", ".pytest_cache", ".ruff_cache", "runs"}
+
+
+def numbered_periods(text: str) -> list[str]:
+    """`line N: match` for each place of `text` that numbers a work period or ticket."""
+    lowered = text.lower()
+    found = []
+    for pattern, kind in PERIOD_PATTERNS:
+        for match in pattern.finditer(lowered):
+            before = lowered[match.start() - 1] if match.start() else " "
+            if kind == "not after a letter" and before.isalpha():
+                continue
+            if kind.startswith("a word") and (before.isalnum() or before == "_"):
+                continue
+            if kind == "a word, not after owner/repo" and _OWNER_REPO_BEFORE.search(
+                lowered, max(0, match.start() - 200), match.start()
+            ):
+                continue
+            if kind == "a path part" and (before.isalnum() or before in "_.-"):
+                continue
+            line = lowered.count("\n", 0, match.start()) + 1
+            found.append((line, match.group().replace("\n", " ")))
+    return [f"line {line}: {what!r}" for line, what in sorted(found)]
+
+
+def repository_text_files(root: pathlib.Path) -> dict[str, str]:
+    """Every text file of the checkout at `root`, by path relative to it: the files git tracks,
+    or, where `root` is not a git checkout (or git is missing), the tree without
+    `SKIPPED_FOLDERS`. A file with a NUL byte in its first 8 KiB is binary and left out."""
+    try:
+        if not (root / ".git").exists():  # a directory, or a worktree's file
+            raise FileNotFoundError(root / ".git")
+        listed = subprocess.run(
+            ["git", "ls-files", "-z"], cwd=root, capture_output=True, check=True
+        ).stdout
+        paths = [root / name for name in os.fsdecode(listed).split("\0") if name]
+    except (OSError, subprocess.CalledProcessError):
+        paths = []
+        for folder, folders, files in os.walk(root):
+            folders[:] = [
+                name
+                for name in folders
+                if name not in SKIPPED_FOLDERS and not name.endswith(".egg-info")
+            ]
+            paths.extend(pathlib.Path(folder, name) for name in files)
+    texts = {}
+    for path in sorted(paths):
+        if not path.is_file() or path.is_symlink():
+            continue
+        data = path.read_bytes()
+        if b"\0" not in data[:8192]:
+            texts[path.relative_to(root).as_posix()] = data.decode("utf-8", errors="replace")
+    return texts
+
+
+def test_the_checker_finds_numbered_work_periods(tmp_path):
+    # "§" keeps this file's own text clean; it is taken out of what gets planted.
+    planted = [
+        "Measured in sess§ion 42 on the AVX-512 host.",
+        "the 5 × 5 sweep of Sess§ions 39–42",
+        "Sess§ion 41's convergence run",
+        "all the runs of sess§ions ≤ 22",
+        "raw: benchmarks/results/inference_precision_sess§ion40.json",
+        "see precision_convergence_sess§ion-41.png",
+        "No id column chosen (iss§ue 19).",
+        "Iss§ue 37's floor, and iss§ue #16",
+        "as CI's host was in st§op 49",
+        "measured in work peri§od 3",
+        "ticket (§#16)",
+        "merged from branch s4§2-precision",
+        "--output-dir /tmp/s4§1/conv",
+        "runs/t2§7/e",
+        "a paragraph wrapped after sess§ion\n  40 still counts",
+    ]
+    clean = [
+        "google-research/albert#188, onnx/onnx#3295 and keras-team/keras#20585",
+        "onnx/onnx iss§ue 3295 is upstream's",
+        "the TF1 session loader; a session-wide tokenizer; tf.compat.v1.Session(graph)",
+        "quarter sessions at Taunton; the issue of all depended on one question",
+        "measured on 2026-11-26 on an AMD EPYC family 26 (avx512_bf16); s32[8,16]; p99",
+        "float32/bfloat16 and bfloat16-s0 keys; wnut17/dev.conll; a full stop. 1,000 labels",
+        "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String",
+        "the recording sessions \t1",
+    ]
+    (tmp_path / "docs").mkdir()
+    for path, lines in (("docs/planted.md", planted), ("clean.py", clean)):
+        text = "\n".join(lines).replace("§", "") + "\n"
+        (tmp_path / path).write_text(text, encoding="utf-8")
+    (tmp_path / "plot.png").write_bytes(b"\x89PNG\0" + "sess§ion 42".replace("§", "").encode())
+    for skipped in (".venv", "runs", "__pycache__"):
+        (tmp_path / skipped).mkdir()
+        (tmp_path / skipped / "notes.md").write_text("sess§ion 42\n".replace("§", ""), "utf-8")
+    # Not a git checkout: the tree is walked.
+    texts = repository_text_files(tmp_path)
+    assert sorted(texts) == ["clean.py", "docs/planted.md"]
+    hits = numbered_periods(texts["docs/planted.md"])
+    lines = [int(hit.split(":")[0].removeprefix("line ")) for hit in hits]
+    assert sorted(set(lines)) == list(range(1, len(planted) + 1)), hits
+    assert numbered_periods(texts["clean.py"]) == []
+
+
+def test_no_text_numbers_a_work_period_or_ticket():
+    texts = repository_text_files(REPO_ROOT)
+    assert "README.md" in texts and "tests/test_repository_layout.py" in texts
+    found = {path: hits for path, text in texts.items() if (hits := numbered_periods(text))}
+    assert found == {}, (
+        "name a measurement by its date and machine, an upstream issue as owner/repo#N"
+    )

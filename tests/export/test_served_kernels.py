@@ -36,7 +36,7 @@ SIZES = dict(
 # written (AMD EPYC, AVX-512, AVX512-BF16, TF 2.21): float32 54 at any row count (two
 # element-wise LayerNorms of about ten kernels each); bfloat16 92 at 17 rows (the LayerNorm's
 # conditional on the row count adds its branch kernels, and every bfloat16 ↔ float32 cast is
-# one) and 62 at 1,024 rows (each LayerNorm one fused kernel). Session 40: the softmax and
+# one) and 62 at 1,024 rows (each LayerNorm one fused kernel). Since 2026-11-26 the softmax and
 # the fused LayerNorms take their bfloat16 inputs without casts, and the residual is added to
 # the feed-forward's 2-D output, which the multiply's kernel fuses: float32 53, bfloat16 89
 # and 55. The budget is the count itself:

@@ -309,7 +309,7 @@ def test_from_pretraining_output_generic_csv_learns_and_predicts_with_the_best_m
     assert summary["best"]["accuracy"] == pytest.approx(accuracy)
 
     rows = _read_predictions(output_dir / "test_predictions.tsv")
-    # No id column chosen: the rows' indices, from 0 (issue 19).
+    # No id column chosen: the rows' indices, from 0.
     assert [row["index"] for row in rows] == [str(i) for i in range(len(test_texts))]
     best_test = _best_model_labels(output_dir, test_texts, sequence_length)
     assert [row["prediction"] for row in rows] == best_test

@@ -8,7 +8,7 @@ from tensorflow.core.protobuf import saved_model_pb2
 from tests.export.serving_harness import integer_transposes
 from tests.text.text_data import load_sst2_dev
 
-# Missing from stock TF Serving before 2.20 (the export issue checks this too).
+# Missing from stock TF Serving before 2.20 (tests/export/test_serving_export.py forbids them too).
 UNSERVABLE_OPS = {"RoundRobinTrim", "RoundRobinGenerateMasks", "Utf8Binarize"}
 PYTHON_OPS = {"PyFunc", "PyFuncStateless", "EagerPyFunc"}
 

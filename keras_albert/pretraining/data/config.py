@@ -35,7 +35,7 @@ class PretrainingDataConfig:
             [2, sequence_length - 3] instead of sequence_length - 3.
         short_seq_draw: "document" (the original: one draw per document and pass, every chunk
             of that pass aims at the same target) or "chunk" (a new draw for every chunk: fewer
-            and longer examples; this project's behaviour before issue 18, kept to reproduce
+            and longer examples; this project's behaviour until 2026-11-23, kept to reproduce
             data written then).
         dupe_factor: how many times each document is turned into examples, with different
             chunking and masks.
