@@ -21,9 +21,7 @@ from keras_albert.tasks.task_type import TaskType
 def choose_task(options: FinetuningOptions) -> tuple[TaskType, FinetuningOptions]:
     """The task type `options.task` names, and `options` with its `task_options` resolved (the
     task type's defaults when None), checked against the task before any work."""
-    task_type = task_type_for(options.task)
-    if not task_type.trains:
-        raise ValueError(f"`task` must name a task type that trains. Received: {options.task!r}")
+    task_type = task_type_for(options.task)  # only a task type that trains has `--task` names
     task_options = options.task_options
     if task_options is None:
         task_options = task_type.options() if task_type.options else None
@@ -57,10 +55,15 @@ def add_task_options(parser: argparse.ArgumentParser) -> None:
     for task_type in TASK_TYPES:
         if task_type.options is not None and task_type.trains:
             group = parser.add_argument_group(
-                f"{task_type.name} options (--task {', '.join(task_type.datasets[:8])}"
-                f"{', ...' if len(task_type.datasets) > 8 else ''})"
+                f"{task_type.name} options (--task {_datasets(task_type)})"
             )
             add_options(group, task_type.options, given_only=True)
+
+
+def _datasets(task_type: TaskType, most: int = 4) -> str:
+    """The `--task` names of `task_type`, the first `most` of them ("SST-2, MRPC, ...")."""
+    names = list(task_type.datasets[:most]) + (["..."] if len(task_type.datasets) > most else [])
+    return ", ".join(names)
 
 
 def options_from_flags(args: argparse.Namespace) -> FinetuningOptions:
@@ -81,9 +84,8 @@ def task_options_from_args(args: argparse.Namespace, task: str):
         for field in dataclasses.fields(other.options):
             if field.name not in mine and hasattr(args, field.name):
                 raise ValueError(
-                    f"`{flag_name(field.name)}` is an option of {other.name} "
-                    f"(--task {', '.join(other.datasets[:4])}...), not of {task_type.name}. "
-                    f"Received: --task {task}"
+                    f"`{flag_name(field.name)}` is an option of {other.name} (--task "
+                    f"{_datasets(other)}), not of {task_type.name}. Received: --task {task}"
                 )
     if task_type.options is None:
         return None
