@@ -28,6 +28,10 @@ TF Text's own TFLite kernels (`tensorflow_text.core.pybinds.tflite_registrar`, f
 `FastSentencepieceTokenizer`) are custom ops that need `InterpreterWithCustomOps` and TF Text
 on the device, and they do not run our normalization. The app tokenizes with SentencePiece's
 runtime and the file beside the model, then packs `[CLS] a [SEP] (b [SEP])` as `AlbertPacker`.
+That SentencePiece file carries the tokenizer's lowercasing and accent stripping in its own
+normalizer (`text.sentencepiece_model.with_albert_normalization`), so SentencePiece alone gives
+the tokenizer's pieces, but for what a character map cannot say: the original's re-split of a
+piece ending in a digit and a comma ("1999," is one piece there, two here).
 Only TFLite builtin ops are allowed: a model that needs TensorFlow ops fails to convert.
 """
 
@@ -43,6 +47,7 @@ from keras_albert.serving.saved_model import (
     VOCABULARY_ASSET,
 )
 from keras_albert.text.files import write_atomically
+from keras_albert.text.sentencepiece_model import with_albert_normalization
 from keras_albert.text.tokenizer import AlbertTokenizer
 
 TFLITE_FILE = "model.tflite"
@@ -91,12 +96,19 @@ def export_tflite(
         converter.optimizations = [tf.lite.Optimize.DEFAULT]
     flatbuffer = converter.convert()
     vocabulary_file = VOCABULARY_ASSET if tokenizer.wordpiece else SENTENCEPIECE_FILE
+    vocabulary = tokenizer.serialized_model  # the file the tokenizer was built from
+    if not tokenizer.wordpiece:
+        # The app runs SentencePiece alone: our lowercasing and accent stripping go into the
+        # model's own normalizer, so that its pieces are the tokenizer's.
+        vocabulary = with_albert_normalization(
+            vocabulary, tokenizer.lowercase, tokenizer.strip_accents
+        )
 
     def write(directory: str) -> None:
         with open(os.path.join(directory, TFLITE_FILE), "wb") as file:
             file.write(flatbuffer)
         with open(os.path.join(directory, vocabulary_file), "wb") as file:
-            file.write(tokenizer.serialized_model)  # the file the tokenizer was built from
+            file.write(vocabulary)
 
     export_dir = write_atomically(export_dir, write, directory=True, name="export_dir")
     return os.path.join(export_dir, TFLITE_FILE)
