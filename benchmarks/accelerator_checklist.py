@@ -2,8 +2,8 @@
 MFU in mixed_float16 and mixed_bfloat16, with and without XLA, and a short run's losses in
 each mixed precision against float32.
 
-    python benchmarks/accelerator_checklist.py [--batch-size 64] [--peak-tflops 989]
-    python benchmarks/accelerator_checklist.py --tiny   # on a CPU, a tiny model: it runs
+    python -m benchmarks.accelerator_checklist [--batch-size 64] [--peak-tflops 989]
+    python -m benchmarks.accelerator_checklist --tiny   # on a CPU, a tiny model: it runs
 
 Each configuration is the pretraining driver's step (`training.loop.TrainingLoop`, `Lamb`,
 float16 through `training.loss_scale`) under the strategy `build_strategy("auto")` picks, on
@@ -17,28 +17,25 @@ within `--loss-tolerance`. Writes everything to
 `--results-json` and exits 1 when a loss check fails.
 """
 
-import os
 import sys
 import time
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from benchmarks import prelude  # isort: skip  (first: sets the environment)
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
-from batches import pretraining_batch  # noqa: E402 (benchmarks/batches.py)
-from checklist import checklist_parser, loss_check, make_tiny  # noqa: E402 (benchmarks/checklist.py)
-from results import write_results  # noqa: E402 (benchmarks/results.py)
-from roofs import gemm_roof, training_flops_per_sequence  # noqa: E402 (benchmarks/roofs.py)
+import keras
+import numpy as np
+import tensorflow as tf
 
-from keras_albert import AlbertBackbone, AlbertConfig, AlbertPretrainer  # noqa: E402
-from keras_albert.config import get_preset  # noqa: E402
-from keras_albert.pretraining.objective import pretraining_replica_fn  # noqa: E402
-from keras_albert.training.lamb import Lamb  # noqa: E402
-from keras_albert.training.loop import TrainingLoop  # noqa: E402
-from keras_albert.training.loss_scale import optimizer_for_precision  # noqa: E402
-from keras_albert.training.strategy import build_strategy  # noqa: E402
+from benchmarks.batches import pretraining_batch
+from benchmarks.checklist import checklist_parser, loss_check, make_tiny
+from benchmarks.roofs import gemm_roof, training_flops_per_sequence
+from keras_albert import AlbertBackbone, AlbertConfig, AlbertPretrainer
+from keras_albert.config import get_preset
+from keras_albert.pretraining.objective import pretraining_replica_fn
+from keras_albert.training.lamb import Lamb
+from keras_albert.training.loop import TrainingLoop
+from keras_albert.training.loss_scale import optimizer_for_precision
+from keras_albert.training.strategy import build_strategy
 
 MIXED = ("mixed_float16", "mixed_bfloat16")
 TINY = AlbertConfig(
@@ -81,6 +78,7 @@ def main(argv=None) -> int:
     parser = checklist_parser(__file__, __doc__.splitlines()[0], batch_size=64)
     parser.add_argument("--learning-rate", type=float, default=1e-3)
     args = parser.parse_args(argv)
+    prelude.header()
     config = get_preset("albert_base_v2")
     if args.tiny:
         config = TINY
@@ -122,7 +120,7 @@ def main(argv=None) -> int:
             results["throughput"][name] = {"sequences_per_second": rate, "mfu": mfu}
             shown = f", MFU {mfu:.2f}" if mfu is not None else ""
             print(f"  {name}: {rate:.1f} seq/s{shown}")
-    write_results(args.results_json, results)
+    prelude.write_results(args.results_json, results)
     return 1 if failed else 0
 
 

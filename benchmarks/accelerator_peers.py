@@ -1,8 +1,8 @@
 """The peer half of the accelerator checklist: Hugging Face's `AlbertForPreTraining` (PyTorch)
 on the same ALBERT-base pretraining step, for machines where TensorFlow is not at hand.
 
-    python benchmarks/accelerator_peers.py [--batch-size 256] [--config-json preset.json]
-    python benchmarks/accelerator_peers.py --tiny   # on a CPU, a tiny model: it runs
+    python -m benchmarks.accelerator_peers [--batch-size 256] [--config-json preset.json]
+    python -m benchmarks.accelerator_peers --tiny   # on a CPU, a tiny model: it runs
 
 `benchmarks/accelerator_checklist.py` measures ours; this script measures the reference it is
 judged against, on the same batch (`batches.py`), FLOP count (`roofs.py`) and loss check, and
@@ -26,13 +26,15 @@ import sys
 import time
 import types
 
+from benchmarks import prelude  # isort: skip  (first: sets the environment)
+
 import numpy as np
 import torch
 import transformers
-from batches import pretraining_batch  # benchmarks/batches.py
-from checklist import checklist_parser, loss_check, make_tiny  # benchmarks/checklist.py
-from results import write_results  # benchmarks/results.py
-from roofs import training_flops_per_sequence  # benchmarks/roofs.py
+
+from benchmarks.batches import pretraining_batch
+from benchmarks.checklist import checklist_parser, loss_check, make_tiny
+from benchmarks.roofs import training_flops_per_sequence
 
 PRECISIONS = {"float32": None, "autocast_bfloat16": torch.bfloat16,
               "autocast_float16": torch.float16}  # fmt: skip
@@ -142,6 +144,7 @@ def main(argv=None) -> int:
     parser.add_argument("--learning-rate", type=float, default=1e-4)
     parser.add_argument("--config-json", default=None, help="ALBERT-base's preset as JSON")
     args = parser.parse_args(argv)
+    prelude.header()
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if device.type == "cpu" and not args.tiny:
         print("accelerator_peers: no GPU found; use --tiny for a CPU check")
@@ -152,7 +155,7 @@ def main(argv=None) -> int:
         args.warmup_steps = 1
     torch.backends.cuda.matmul.allow_tf32 = False  # float32 means float32, as in ours
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
-    print(f"device: {name}; torch {torch.__version__}, transformers {transformers.__version__}")
+    print(f"device: {name}")
     batch = pretraining_batch(args.batch_size, args.sequence_length, args.num_masked,
                               config["vocabulary_size"])  # fmt: skip
     flops = training_flops_per_sequence(types.SimpleNamespace(**config), args.sequence_length,
@@ -186,9 +189,9 @@ def main(argv=None) -> int:
             results["throughput"][label] = {"sequences_per_second": rate, "mfu": mfu,
                                             "roof_dtype": roof_dtype}  # fmt: skip
             print(f"  {label}: {rate:,.1f} seq/s, MFU {mfu:.2f} of the {roof_dtype} roof")
-            write_results(args.results_json, results)
+            prelude.write_results(args.results_json, results)
             del step
-    write_results(args.results_json, results)
+    prelude.write_results(args.results_json, results)
     return 1 if failed else 0
 
 

@@ -4,7 +4,7 @@ or once a pass.
 
 Run by hand:
 
-    python benchmarks/cast_once.py [--seeds 3]
+    python -m benchmarks.cast_once [--seeds 3]
 
 1. Cast ops in the traced pretraining step of ALBERT-base (the drivers' `replica_fn`, gradient,
    LAMB update), in float32 and in mixed_bfloat16: the graph and the functions it calls.
@@ -17,22 +17,17 @@ Run by hand:
    gradients are cast back and summed in float32, as the backbone did before.
 """
 
-import argparse
-import os
+from benchmarks import prelude  # isort: skip  (first: sets the environment)
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import keras
+import numpy as np
+import tensorflow as tf
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
-from batches import pretraining_batch  # noqa: E402 (benchmarks/batches.py)
-from results import default_path, write_results  # noqa: E402 (benchmarks/results.py)
-
-from keras_albert import AlbertBackbone, AlbertConfig, AlbertPretrainer  # noqa: E402
-from keras_albert.config import get_preset  # noqa: E402
-from keras_albert.pretraining.objective import pretraining_replica_fn  # noqa: E402
-from keras_albert.training.lamb import Lamb  # noqa: E402
+from benchmarks.batches import pretraining_batch
+from keras_albert import AlbertBackbone, AlbertConfig, AlbertPretrainer
+from keras_albert.config import get_preset
+from keras_albert.pretraining.objective import pretraining_replica_fn
+from keras_albert.training.lamb import Lamb
 
 POLICIES = ("float32", "mixed_bfloat16")
 
@@ -122,14 +117,14 @@ def gradient_errors(hidden_dim: int, seed: int) -> dict:
 
 
 def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = prelude.parser(__file__, __doc__.splitlines()[0])
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--sequence-length", type=int, default=128)
     parser.add_argument("--num-masked", type=int, default=20)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--hidden-dims", default="32,128")
-    parser.add_argument("--results-json", default=default_path(__file__))
     args = parser.parse_args(argv)
+    prelude.header()
     casts = {policy: casts_per_step(policy, args.batch_size, args.sequence_length,
                                     args.num_masked) for policy in POLICIES}  # fmt: skip
     print(f"casts per pretraining step (ALBERT-base): {casts}")
@@ -140,7 +135,7 @@ def main(argv=None) -> dict:
         measured = ", ".join(f"{name} {value:.4f}" for name, value in errors[hidden_dim].items())
         print(f"hidden {hidden_dim}: shared kernels' gradient error vs float32: {measured}")
     results = {"casts_per_step": casts, "gradient_error": errors}
-    write_results(args.results_json, results)
+    prelude.write_results(args.results_json, results)
     return results
 
 

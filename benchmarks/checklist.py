@@ -5,12 +5,13 @@ Imports neither framework."""
 import argparse
 
 import numpy as np
-from results import default_path  # benchmarks/results.py
+
+from benchmarks import prelude
 
 
 def checklist_parser(script: str, description: str, batch_size: int) -> argparse.ArgumentParser:
     """The flags both halves take; `script` names the default `--results-json`."""
-    parser = argparse.ArgumentParser(description=description)
+    parser = prelude.parser(script, description)
     parser.add_argument("--batch-size", type=int, default=batch_size)
     parser.add_argument("--sequence-length", type=int, default=128)
     parser.add_argument("--num-masked", type=int, default=20)
@@ -22,7 +23,6 @@ def checklist_parser(script: str, description: str, batch_size: int) -> argparse
         help="the device's dense 16-bit peak; default: the measured GEMM roof",
     )  # fmt: skip
     parser.add_argument("--tiny", action="store_true", help="a tiny model on batch 4, for a CPU")
-    parser.add_argument("--results-json", default=default_path(script))
     return parser
 
 

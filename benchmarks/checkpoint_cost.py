@@ -1,7 +1,7 @@
 """What fine-tuning's resumable checkpoints cost: seconds per checkpoint of a base-shaped SQuAD
 model vs its train step, and what skipping the trained batches costs at resume.
 
-Run by hand: `python benchmarks/checkpoint_cost.py [--preset albert_base_v2]
+Run by hand: `python -m benchmarks.checkpoint_cost [--preset albert_base_v2]
 [--sequence-length 384] [--batch-size 2] [--steps 6] [--saves 4]`.
 
 In this one process:
@@ -21,48 +21,44 @@ In this one process:
 Prints the figures and writes them as JSON (`--results-json`).
 """
 
-import argparse
 import os
 import shutil
 import statistics
 import tempfile
 import time
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from benchmarks import prelude  # isort: skip  (first: sets the environment)
 
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
-from results import default_path, directory_bytes, write_results  # noqa: E402 (benchmarks/results.py)
+import numpy as np
+import tensorflow as tf
 
-from keras_albert import AlbertBackbone, AlbertQuestionAnswerer, get_preset  # noqa: E402
-from keras_albert.finetuning.driver import build_optimizer  # noqa: E402
-from keras_albert.tasks.classification.reader import make_dataset, read_examples  # noqa: E402
-from keras_albert.tasks.question_answering.features import (  # noqa: E402
+from keras_albert import AlbertBackbone, AlbertQuestionAnswerer, get_preset
+from keras_albert.finetuning.driver import build_optimizer
+from keras_albert.tasks.classification.reader import make_dataset, read_examples
+from keras_albert.tasks.question_answering.features import (
     feature_arrays,
     read_squad_examples,
     squad_features,
 )
-from keras_albert.text.pipeline import example_batches  # noqa: E402
-from keras_albert.text.tokenizer import AlbertTokenizer  # noqa: E402
-from keras_albert.training.checkpoints import JsonState, training_checkpoint  # noqa: E402
+from keras_albert.text.pipeline import example_batches
+from keras_albert.text.tokenizer import AlbertTokenizer
+from keras_albert.training.checkpoints import JsonState, training_checkpoint
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SQUAD_SAMPLE = os.path.join(REPO, "tests", "data", "squad", "expmrc-squad-dev-sample.json")
-SENTENCEPIECE = os.path.join(REPO, "tests", "data", "30k-clean.model")
-SST2_TRAIN = os.path.join(REPO, "data", "glue", "SST-2", "train.tsv")
+SQUAD_SAMPLE = str(prelude.TEST_DATA / "squad" / "expmrc-squad-dev-sample.json")
+SENTENCEPIECE = str(prelude.TEST_DATA / "30k-clean.model")
+SST2_TRAIN = prelude.data_path("glue", "SST-2", "train.tsv")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = prelude.parser(__file__, __doc__.splitlines()[0])
     parser.add_argument("--preset", default="albert_base_v2")
     parser.add_argument("--sequence-length", type=int, default=384)
     parser.add_argument("--batch-size", type=int, default=2)
     parser.add_argument("--steps", type=int, default=6)
     parser.add_argument("--saves", type=int, default=4)
     parser.add_argument("--interval-steps", type=int, default=1847)
-    parser.add_argument("--results-json", default=default_path(__file__))
     args = parser.parse_args()
+    prelude.header()
 
     # The train step.
     config = get_preset(args.preset)
@@ -99,7 +95,7 @@ def main() -> None:
             started = time.perf_counter()
             manager.save(checkpoint_number=number)
             save_seconds.append(time.perf_counter() - started)
-        size = directory_bytes(directory) / min(args.saves + 1, 3)
+        size = prelude.directory_bytes(directory) / min(args.saves + 1, 3)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
     save = statistics.median(save_seconds)
@@ -157,7 +153,7 @@ def main() -> None:
         f"{skip:.3f} s (first batch without skip {first_batch:.3f} s); SST-2, batch 32, "
         f"tokenized in the graph: {sst2_skip:.2f} s"
     )
-    write_results(args.results_json, results)
+    prelude.write_results(args.results_json, results)
 
 
 if __name__ == "__main__":

@@ -1,26 +1,23 @@
 """ALBERT-base encoder forward pass: keras_albert vs keras-hub vs Hugging Face (PyTorch CPU).
 
-Run by hand: `python benchmarks/encoder_forward.py [--rounds 5] [--batch-size 8]`.
+Run by hand: `python -m benchmarks.encoder_forward [--rounds 5] [--batch-size 8]`.
 All three run in this one process, interleaved round by round, on the same random inputs;
 the Keras models run as a `tf.function` (what `model.predict` does), HF under
 `torch.no_grad()`. Prints sequences/s per implementation and the ratios of ours to each.
 """
 
-import argparse
 import os
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from benchmarks import prelude  # isort: skip  (first: sets the environment)
 
-import keras_hub  # noqa: E402
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
-import torch  # noqa: E402
-import transformers  # noqa: E402
-from interleaved import interleaved_rates, report  # noqa: E402 (benchmarks/interleaved.py)
-from results import default_path, write_results  # noqa: E402 (benchmarks/results.py)
+import keras_hub
+import numpy as np
+import tensorflow as tf
+import torch
+import transformers
 
-from keras_albert import AlbertBackbone  # noqa: E402
+from benchmarks.interleaved import interleaved_rates, report
+from keras_albert import AlbertBackbone
 
 
 def make_runners(batch_size: int, sequence_length: int, jit_compile: bool):
@@ -67,16 +64,14 @@ def make_runners(batch_size: int, sequence_length: int, jit_compile: bool):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = prelude.parser(__file__, __doc__.splitlines()[0])
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--sequence-length", type=int, default=128)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--steps-per-round", type=int, default=5)
     parser.add_argument("--jit-compile", action="store_true", help="XLA for both Keras models")
-    parser.add_argument(
-        "--results-json", default=default_path(__file__), help="where the raw results go"
-    )
     args = parser.parse_args()
+    prelude.header()
 
     torch.set_num_threads(os.cpu_count())
     runners = make_runners(args.batch_size, args.sequence_length, args.jit_compile)
@@ -89,7 +84,7 @@ def main() -> None:
     ratios = {name: medians["keras_albert"] / medians[name] for name in ("keras_hub", "hf_torch")}
     for name, ratio in ratios.items():
         print(f"  keras_albert / {name}: {ratio:.2f}x")
-    write_results(
+    prelude.write_results(
         args.results_json,
         {"options": vars(args), "sequences_per_second": rates, "medians": medians,
          "keras_albert_over": ratios},

@@ -1,9 +1,9 @@
 """SST-2 dev accuracy: a small ALBERT pretrained by our pretraining tool vs the same architecture
 from scratch, fine-tuned with the same budget. Run by hand (not a test):
 
-    python benchmarks/finetune_sst2_pretrained_vs_scratch.py \\
+    python -m benchmarks.finetune_sst2_pretrained_vs_scratch \\
         --pretrained runs/austen/model --vocabulary runs/austen/spm/austen.model \\
-        --glue-dir ../shared/data/glue --output-dir runs/sst2_compare --scale 0.15
+        --output-dir runs/sst2_compare --scale 0.15
 
 `--pretrained` is a pretraining output directory (with `pretrainer.keras`) or a `.keras` file;
 the from-scratch run uses the same architecture (read from that checkpoint) and the same
@@ -25,26 +25,24 @@ This pretraining has not left the unigram phase of MLM, and it does not help; in
 low-data regime it hurts. Pretraining's benefit needs an MLM that predicts from context.
 """
 
-import argparse
 import json
 import os
 import time
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from benchmarks import prelude  # isort: skip  (first: sets the environment)
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
+import keras
+import numpy as np
 
-from keras_albert.convert import resolve_config  # noqa: E402
-from keras_albert.finetuning.driver import FinetuningOptions, finetune  # noqa: E402
+from keras_albert.convert import resolve_config
+from keras_albert.finetuning.driver import FinetuningOptions, finetune
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = prelude.parser(__file__, __doc__.splitlines()[0])
     parser.add_argument("--pretrained", required=True)
     parser.add_argument("--vocabulary", "--sentencepiece-model", required=True)
-    parser.add_argument("--glue-dir", default="../shared/data/glue")
+    parser.add_argument("--glue-dir", default=prelude.data_path("glue"))
     parser.add_argument("--output-dir", required=True)
     parser.add_argument("--scale", type=float, default=0.15, help="times run_glue.sh's steps")
     parser.add_argument("--learning-rate", type=float, default=1e-4)
@@ -56,6 +54,7 @@ def main() -> None:
         "--train-examples", type=int, help="fine-tune on a random subset of this many examples"
     )
     args = parser.parse_args()
+    prelude.header()
 
     os.makedirs(args.output_dir, exist_ok=True)
     config_path = os.path.join(args.output_dir, "albert_config.json")
@@ -103,8 +102,9 @@ def main() -> None:
             f"{[round(a, 4) for a in row['accuracy_per_epoch']]}  "
             f"{row['train_steps']} steps, {row['seconds']} s"
         )
-    with open(os.path.join(args.output_dir, "comparison.json"), "w", encoding="utf-8") as f:
-        json.dump({"args": vars(args), "majority": majority, "results": results}, f, indent=2)
+    prelude.write_results(
+        args.results_json, {"args": vars(args), "majority": majority, "results": results}
+    )
 
 
 def _subset(path: str, size: int, seed: int, output_dir: str) -> str:

@@ -1,7 +1,7 @@
 """Fine-tuning step throughput of the three task heads: keras_albert vs Hugging Face (PyTorch CPU),
 and SQuAD features per second.
 
-Run by hand: `python benchmarks/finetune_step_throughput.py [--preset albert_base_v2]
+Run by hand: `python -m benchmarks.finetune_step_throughput [--preset albert_base_v2]
 [--rounds 3] [--json results.json]`.
 
 In this one process, interleaved round by round, on the same random batch and the same
@@ -19,33 +19,30 @@ Prints sequences/s (a RACE "sequence" is one question of 4 choices), the ratios 
 the raw per-round figures as JSON (also written to `--json`).
 """
 
-import argparse
 import json
 import os
 import time
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from benchmarks import prelude  # isort: skip  (first: sets the environment)
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-import transformers  # noqa: E402
-from interleaved import interleaved_rates, report  # noqa: E402 (benchmarks/interleaved.py)
+import keras
+import numpy as np
+import torch
+import transformers
 
-from keras_albert import AlbertBackbone, get_preset  # noqa: E402
-from keras_albert.finetuning.driver import build_optimizer  # noqa: E402
-from keras_albert.models import (  # noqa: E402
+from benchmarks.interleaved import interleaved_rates, report
+from keras_albert import AlbertBackbone, get_preset
+from keras_albert.finetuning.driver import build_optimizer
+from keras_albert.models import (
     AlbertMultipleChoice,
     AlbertQuestionAnswerer,
     AlbertTokenClassifier,
 )
-from keras_albert.tasks.question_answering.features import read_squad_examples, squad_features  # noqa: E402
-from keras_albert.text.tokenizer import AlbertTokenizer  # noqa: E402
+from keras_albert.tasks.question_answering.features import read_squad_examples, squad_features
+from keras_albert.text.tokenizer import AlbertTokenizer
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SQUAD_SAMPLE = os.path.join(REPO, "tests", "data", "squad", "expmrc-squad-dev-sample.json")
-SENTENCEPIECE = os.path.join(REPO, "tests", "data", "30k-clean.model")
+SQUAD_SAMPLE = str(prelude.TEST_DATA / "squad" / "expmrc-squad-dev-sample.json")
+SENTENCEPIECE = str(prelude.TEST_DATA / "30k-clean.model")
 NUM_LABELS = 13  # WNUT 2017: O + B/I of 6 types
 
 
@@ -152,7 +149,7 @@ def squad_features_per_second(repeats: int) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = prelude.parser(__file__, __doc__.splitlines()[0])
     parser.add_argument("--preset", default="albert_base_v2")
     parser.add_argument("--batch-size", type=int, default=4)
     parser.add_argument("--squad-length", type=int, default=384)
@@ -161,8 +158,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps-per-round", type=int, default=2)
     parser.add_argument("--tasks", default="squad,race,ner")
-    parser.add_argument("--json", help="also write the raw figures here")
     args = parser.parse_args()
+    prelude.header()
 
     torch.set_num_threads(os.cpu_count())
     config = get_preset(args.preset).replace(dropout=0.0, attention_dropout=0.0)
@@ -190,11 +187,8 @@ def main() -> None:
           f"{best['questions_per_second']:.0f} questions/s")  # fmt: skip
     raw["squad_features"] = features
     raw["load_average_after"] = os.getloadavg()
-    text = json.dumps(raw, indent=2)
-    print(text)
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as file:
-            file.write(text + "\n")
+    print(json.dumps(raw, indent=2))
+    prelude.write_results(args.results_json, raw)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Serving speed and accuracy by precision and depth, against Hugging Face + ONNX Runtime.
 
 Run by hand (needs the `bench` extra: onnxruntime, onnx, onnxscript):
-    python benchmarks/inference_precision.py --rounds 5 \\
+    python -m benchmarks.inference_precision --rounds 5 \\
         --models normal=runs/sst2_tiny/best.keras elastic=runs/sst2_tiny_elastic/best.keras
 
 In ONE process, in interleaved rounds (every engine once per round, so that a change of the
@@ -24,35 +24,29 @@ export serves, `serving_model(...)`, run in process on the same packed token ids
 Runtime fp32/int8, with the latency per batch of 64 of that small model at each depth.
 
 Prints the CPU flags found (bfloat16 and int8 only pay with AVX512-BF16/VNNI or AMX), the
-load average, medians and ratios; writes `inference_precision.json` and
-`inference_precision.png` to `--output-dir`.
+load average, medians and ratios; writes `--results-json` and the plot beside it (`.png`).
 """
 
-import argparse
 import json
 import os
-import pathlib
 import statistics
-import sys
 import tempfile
 import time
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from benchmarks import prelude  # isort: skip  (first: sets the environment)
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
-import tensorflow_text  # noqa: E402, F401
+import keras
+import numpy as np
+import tensorflow as tf
+import tensorflow_text  # noqa: F401
 
-from keras_albert import AlbertBackbone, AlbertClassifier  # noqa: E402
-from keras_albert.convert.huggingface import write_hf_directory  # noqa: E402
-from keras_albert.cpu import cpu_features  # noqa: E402
-from keras_albert.export import AlbertServingModule, export_saved_model  # noqa: E402
-from keras_albert.serving.precision import SERVING_PRECISIONS, serving_model  # noqa: E402
-from keras_albert.text.tokenizer import AlbertTokenizer  # noqa: E402
+from keras_albert import AlbertBackbone, AlbertClassifier
+from keras_albert.convert.huggingface import write_hf_directory
+from keras_albert.export import AlbertServingModule, export_saved_model
+from keras_albert.serving.precision import SERVING_PRECISIONS, serving_model
+from keras_albert.text.tokenizer import AlbertTokenizer
 
-DATA = pathlib.Path(__file__).resolve().parents[1] / "tests" / "data"
+DATA = prelude.TEST_DATA
 
 
 class Session:
@@ -142,10 +136,6 @@ def packed(module: AlbertServingModule, texts) -> dict:
     return {name: value.numpy() for name, value in module.pack(strings).items()}
 
 
-def load_average() -> str:
-    return " ".join(f"{value:.2f}" for value in os.getloadavg())
-
-
 # --------------------------------------------------------------------------------------------
 # Speed.
 
@@ -171,7 +161,8 @@ def time_engines(engines: dict, batch_one: dict, batch_eight: dict, args) -> dic
                 engine.logits(batch_eight)
             seconds = time.perf_counter() - start
             results[name]["rates"].append(8 * args.batch_eight_steps / seconds)
-        print(f"  round {round_index + 1}/{args.rounds} done (load {load_average()})", flush=True)
+        load = prelude.load_average()
+        print(f"  round {round_index + 1}/{args.rounds} done (load {load})", flush=True)
     summary = {}
     for name, result in results.items():
         latencies = np.array(result["latencies"])
@@ -355,7 +346,7 @@ def plot(result: dict, path: str) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = prelude.parser(__file__, __doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds")
     parser.add_argument("--batch-one-steps", type=int, default=10, help="batch-1 calls a round")
     parser.add_argument(
@@ -379,11 +370,11 @@ def main() -> None:
     )
     parser.add_argument("--skip-onnx", action="store_true")
     parser.add_argument("--skip-speed", action="store_true")
-    parser.add_argument("--output-dir", default="benchmarks/results")
     parser.add_argument(
         "--exports-dir", help="keep the exports here and reuse them (default: a temporary one)"
     )
     args = parser.parse_args()
+    prelude.header()
     args.depths = [int(k) for k in args.depths.split(",")]
     args.small_depths = [int(k) for k in args.small_depths.split(",")]
     args.depth_precisions = args.depth_precisions.split(",")
@@ -396,13 +387,11 @@ def main() -> None:
     args.vocabularies = dict(item.split("=", 1) for item in args.vocabularies)
 
     result = {
-        "command": " ".join(sys.argv),
-        "cpu": cpu_features(),
+        "cpu": prelude.cpu(),
         "cpu_count": os.cpu_count(),
         "tensorflow": tf.__version__,
-        "load_average_start": load_average(),
+        "load_average_start": prelude.load_average(),
     }
-    print(f"CPU: {result['cpu']}; load average {result['load_average_start']}", flush=True)
     # Seed before the tokenizer: seeding drops TensorFlow's SentencePiece resources.
     keras.utils.set_random_seed(0)
     tokenizer = AlbertTokenizer(str(DATA / "30k-clean.model"))
@@ -412,16 +401,11 @@ def main() -> None:
             result["accuracy"] = accuracy(args, tokenizer, directory)
         if not args.skip_speed:
             result["speed"] = speed(args, tokenizer, directory)
-    result["load_average_end"] = load_average()
-    os.makedirs(args.output_dir, exist_ok=True)
-    json_path = os.path.join(args.output_dir, "inference_precision.json")
-    with open(json_path + ".tmp", "w", encoding="utf-8") as file:
-        json.dump(result, file, indent=2)
-    os.replace(json_path + ".tmp", json_path)
+    result["load_average_end"] = prelude.load_average()
+    prelude.write_results(args.results_json, result)
     print_report(result)
     if "speed" in result:
-        plot(result, os.path.join(args.output_dir, "inference_precision.png"))
-    print(f"wrote {json_path}")
+        plot(result, os.path.splitext(args.results_json)[0] + ".png")
 
 
 if __name__ == "__main__":

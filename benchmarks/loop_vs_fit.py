@@ -2,7 +2,7 @@
 `model.fit` path, on one device: ALBERT pretraining (MLM + SOP, LAMB) and SST-2-style
 fine-tuning (`AlbertClassifier`, AdamW), same model shape, same batch, same optimizer.
 
-Run by hand: `python benchmarks/loop_vs_fit.py [--preset albert_base_v2] [--batch-size 8]
+Run by hand: `python -m benchmarks.loop_vs_fit [--preset albert_base_v2] [--batch-size 8]
 [--sequence-length 128] [--rounds 5] [--steps-per-round 3]`.
 
 In this one process, interleaved round by round (`benchmarks/interleaved.py`): each side is the
@@ -16,29 +16,26 @@ is no multi-worker `fit` to compare with; tests/training/test_multi_worker.py sh
 two-worker runs equal one process.
 """
 
-import argparse
 import os
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from benchmarks import prelude  # isort: skip  (first: sets the environment)
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
-from batches import pretraining_batch  # noqa: E402 (benchmarks/batches.py)
-from interleaved import interleaved_rates, report  # noqa: E402 (benchmarks/interleaved.py)
-from results import default_path, write_results  # noqa: E402 (benchmarks/results.py)
+import keras
+import numpy as np
+import tensorflow as tf
 
-from keras_albert import AlbertBackbone, AlbertPretrainer  # noqa: E402
-from keras_albert.finetuning.driver import build_optimizer  # noqa: E402
-from keras_albert.models import AlbertClassifier  # noqa: E402
-from keras_albert.pretraining.objective import (  # noqa: E402
+from benchmarks.batches import pretraining_batch
+from benchmarks.interleaved import interleaved_rates, report
+from keras_albert import AlbertBackbone, AlbertPretrainer
+from keras_albert.finetuning.driver import build_optimizer
+from keras_albert.models import AlbertClassifier
+from keras_albert.pretraining.objective import (
     compile_pretrainer,
     pretraining_replica_fn,
 )
-from keras_albert.training.lamb import Lamb  # noqa: E402
-from keras_albert.training.loop import TrainingLoop  # noqa: E402
-from keras_albert.training.objective import Objective  # noqa: E402
+from keras_albert.training.lamb import Lamb
+from keras_albert.training.loop import TrainingLoop
+from keras_albert.training.objective import Objective
 
 
 def loop_runner(model, optimizer, replica_fn, batch):
@@ -95,14 +92,14 @@ def finetuning_runners(args, inputs):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = prelude.parser(__file__, __doc__.splitlines()[0])
     parser.add_argument("--preset", default="albert_base_v2")
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--sequence-length", type=int, default=128)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--steps-per-round", type=int, default=3)
-    parser.add_argument("--results-json", default=default_path(__file__))
     args = parser.parse_args()
+    prelude.header()
 
     config = AlbertBackbone.from_preset_name(args.preset).albert_config
     inputs = pretraining_batch(
@@ -123,7 +120,7 @@ def main() -> None:
         print(f"  loop / fit: {ratio:.2f}x")
         results[name] = {"rates": rates, "medians": medians, "loop_over_fit": ratio}
     results["load_after"] = os.getloadavg()
-    write_results(args.results_json, results)
+    prelude.write_results(args.results_json, results)
 
 
 if __name__ == "__main__":

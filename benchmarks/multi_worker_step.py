@@ -2,7 +2,7 @@
 (`MultiWorkerMirroredStrategy`, `TF_CONFIG` on 127.0.0.1), the same `tools/pretrain.py`
 command and global batch, on random records in the original layout.
 
-Run by hand: `python benchmarks/multi_worker_step.py [--preset albert_base_v2] [--workers 2]
+Run by hand: `python -m benchmarks.multi_worker_step [--preset albert_base_v2] [--workers 2]
 [--batch-size 8] [--sequence-length 128] [--train-steps 12] [--rounds 2]`.
 
 Rounds alternate one process and the N workers. The rate is the last log interval's
@@ -14,7 +14,6 @@ own. Keras's `fit` has no multi-worker figure: it fails under this strategy
 (keras-team/keras#20585).
 """
 
-import argparse
 import json
 import os
 import socket
@@ -23,13 +22,14 @@ import subprocess
 import sys
 import tempfile
 
+from benchmarks import prelude  # isort: skip  (first: sets the environment)
+
 import numpy as np
-from results import default_path, write_results  # benchmarks/results.py
 
 from keras_albert import get_preset
 from keras_albert.pretraining.data.records import PretrainingExample, encode_example
 
-TOOL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools", "pretrain.py")
+TOOL = str(prelude.REPOSITORY / "tools" / "pretrain.py")
 NUM_MASKED = 20
 
 
@@ -80,7 +80,7 @@ def run(args, data, output_dir, workers) -> float:
         "--checkpoint-every-steps", str(args.train_steps), "--jit-compile", "false",
         "--strategy", "multi_worker" if workers > 1 else "cpu", "--verbose", "0",
     ]  # fmt: skip
-    env = {**os.environ, "KERAS_BACKEND": "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "2"}
+    env = {**os.environ, **prelude.ENVIRONMENT}
     processes = []
     ports = [free_port() for _ in range(workers)]
     for index in range(workers):
@@ -99,15 +99,15 @@ def run(args, data, output_dir, workers) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = prelude.parser(__file__, __doc__.splitlines()[0])
     parser.add_argument("--preset", default="albert_base_v2")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--sequence-length", type=int, default=128)
     parser.add_argument("--train-steps", type=int, default=12, help="a multiple of 3")
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--results-json", default=default_path(__file__))
     args = parser.parse_args()
+    prelude.header()
 
     vocabulary = get_preset(args.preset).vocabulary_size
     rates = {"one process": [], f"{args.workers} workers": []}
@@ -129,8 +129,11 @@ def main() -> None:
         f"steps/s, {args.workers} workers {medians[f'{args.workers} workers']:.3f} steps/s "
         f"({ratio:.2f}x); load {os.getloadavg()[0]:.1f}"
     )
-    write_results(args.results_json, {"args": vars(args), "rates": rates, "medians": medians,
-                                      "workers_over_one_process": ratio})  # fmt: skip
+    prelude.write_results(
+        args.results_json,
+        {"args": vars(args), "rates": rates, "medians": medians,
+         "workers_over_one_process": ratio},
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 Run by hand (about 7.5 minutes per run on 2 AVX-512 cores; runs that finished are skipped, so
 an interrupted sweep continues where it stopped):
 
-    python benchmarks/precision_convergence.py --seeds 0,1,2 \\
+    python -m benchmarks.precision_convergence --seeds 0,1,2 \\
         --precisions float32,mixed_bfloat16 --output-dir runs/precision_convergence
 
 Each run is the whole main job (`tools/main.py`: tokenizer, pretraining data, pretraining,
@@ -25,7 +25,6 @@ best evaluation of each run and for its last (the one the main job's summary com
 pretraining and fine-tuning a difference comes from.
 """
 
-import argparse
 import json
 import multiprocessing
 import os
@@ -33,9 +32,8 @@ import statistics
 import subprocess
 import sys
 
-from results import default_path, write_results  # benchmarks/results.py
+from benchmarks import prelude
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 METRICS = ("held-out MLM accuracy", "held-out SOP accuracy", "SST-2 pretrained", "SST-2 scratch")
 
 
@@ -47,7 +45,7 @@ def run_main_job(output_dir: str, precision: str, seed: int) -> None:
     directory = run_directory(output_dir, precision, seed)
     command = [
         sys.executable,
-        os.path.join(ROOT, "tools", "main.py"),
+        str(prelude.REPOSITORY / "tools" / "main.py"),
         f"--output-dir={directory}",
         f"--saved-models-dir={os.path.join(directory, 'saved_models')}",
         f"--precision={precision}",
@@ -88,8 +86,7 @@ def finetuning_directory(output_dir: str, precision: str, seed: int, fine: str, 
 
 
 def _finetune(options: dict) -> None:
-    os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    # The environment is the prelude's: the spawned child imports this module, and it, first.
     from keras_albert.finetuning.driver import finetune
     from keras_albert.finetuning.options import FinetuningOptions
 
@@ -194,7 +191,7 @@ def print_grid(grid: dict, fine_seeds: list[int]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = prelude.parser(__file__, __doc__.splitlines()[0])
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--precisions", default="float32,mixed_bfloat16")
     parser.add_argument("--output-dir", default="runs/precision_convergence")
@@ -208,8 +205,8 @@ def main() -> None:
         action="store_true",
         help="fine-tune every checkpoint in every precision of --precisions",
     )
-    parser.add_argument("--results-json", default=default_path(__file__))
     args = parser.parse_args()
+    prelude.header()
     seeds = [int(seed) for seed in args.seeds.split(",")]
     precisions = args.precisions.split(",")
     fine_seeds = [int(seed) for seed in args.finetune_seeds.split(",") if seed]
@@ -250,7 +247,7 @@ def main() -> None:
     if grid is not None:
         print_grid(grid, fine_seeds)
         results.update(finetune_seeds=fine_seeds, finetuning=grid)
-    write_results(args.results_json, results)
+    prelude.write_results(args.results_json, results)
     plot(table, grid, seeds, os.path.splitext(args.results_json)[0] + ".png")
 
 

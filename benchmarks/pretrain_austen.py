@@ -5,7 +5,7 @@ a SentencePiece model on five novels, SOP + n-gram-masked TFRecords, LAMB pretra
 *Persuasion* held out from both) with this script's budget, then the curves as a PNG with the
 held-out most-frequent-token baseline of the MLM task:
 
-    python benchmarks/pretrain_austen.py --work-dir runs/austen-v2k --sequence-length 64 \
+    python -m benchmarks.pretrain_austen --work-dir runs/austen-v2k --sequence-length 64 \
         --vocabulary-size 2000 --batch-size 64 --learning-rate 5e-3 --sop-loss-weight 5 \
         --evaluations 10 --minutes 20
 
@@ -24,23 +24,17 @@ import collections
 import dataclasses
 import json
 import os
-import sys
 import time
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-# The main job's package lives in tools/ (a tool of the repository, not of the library).
-sys.path.insert(
-    0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools")
-)
+from benchmarks import prelude  # isort: skip  (first: sets the environment)
 
-from main_job import (  # noqa: E402
+# The main job's package lives in tools/ (a tool of the repository, not of the library).
+from tools.main_job import (
     MainJobOptions,
     plot_curves,
     pretraining_options,
     run_steps,
 )
-from results import write_results  # noqa: E402 (benchmarks/results.py)
 
 PRETRAINING_STEPS = ("tokenizer", "pretraining_data", "pretraining")
 
@@ -97,6 +91,7 @@ def most_frequent_token_baseline(options: MainJobOptions) -> dict:
 
 
 def main() -> None:
+    # No --results-json: the raw results go to <work-dir>/results.json, beside the run.
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--work-dir", default="runs/austen")
     parser.add_argument("--sequence-length", type=int, default=128)
@@ -110,6 +105,7 @@ def main() -> None:
     parser.add_argument("--total-steps", type=int, default=None, help="default: from --minutes")
     parser.add_argument("--minutes", type=float, default=20.0)
     args = parser.parse_args()
+    prelude.header()
 
     options = MainJobOptions(
         output_dir=args.work_dir,
@@ -151,7 +147,7 @@ def main() -> None:
     held_out = results["pretraining"]["summary"]["eval"]
     results = {"held_out": held_out, "mlm_baseline": baseline, "curves": path}
     print(json.dumps(results, indent=2))
-    write_results(options.path("results.json"), {"options": vars(args), **results})
+    prelude.write_results(options.path("results.json"), {"options": vars(args), **results})
 
 
 if __name__ == "__main__":

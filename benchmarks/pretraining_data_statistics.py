@@ -1,6 +1,6 @@
 """Statistics of the pretraining examples made from the six embedded Austen novels (run by hand).
 
-    PYTHONPATH=. python benchmarks/pretraining_data_statistics.py [--short-seq-draw chunk]
+    python -m benchmarks.pretraining_data_statistics [--short-seq-draw chunk]
 
 Sequence length 128, dupe_factor 2, the shipped 30k-clean SentencePiece model (lowercased),
 every other option at its default (seed 12345). Prints the instance count, the mask rate (masked
@@ -9,26 +9,23 @@ of label 1), the share of instances under 64 tokens and the mean instance length
 docs/pretraining_data.md.
 """
 
-import argparse
 import os
 import tempfile
 
-# The corpus, SentencePiece model and tokenizer of the throughput benchmark, beside this file.
-from pretraining_data_throughput import AUSTEN, load_tokenizer
-from results import default_path, write_results
+from benchmarks import prelude
 
+# The corpus, SentencePiece model and tokenizer of the throughput benchmark, beside this file.
+from benchmarks.pretraining_data_throughput import AUSTEN, load_tokenizer
 from keras_albert.pretraining.data import PretrainingDataConfig, create_pretraining_data
 
 
 def main():
-    parser = argparse.ArgumentParser()
+    parser = prelude.parser(__file__)
     parser.add_argument("--short-seq-draw", default="document", choices=["document", "chunk"])
     parser.add_argument("--sequence-length", type=int, default=128)
     parser.add_argument("--dupe-factor", type=int, default=2)
-    parser.add_argument(
-        "--results-json", default=default_path(__file__), help="where the raw results go"
-    )
     args = parser.parse_args()
+    prelude.header()
     tokenizer = load_tokenizer()
     config = PretrainingDataConfig(
         sequence_length=args.sequence_length,
@@ -55,7 +52,7 @@ def main():
     print(f"SOP label 1:           {summary.sentence_order_balance:.2%}")
     print(f"under 64 tokens:       {sum(n < 64 for n in lengths) / len(lengths):.2%}")
     print(f"mean length (tokens):  {sum(lengths) / len(lengths):.1f}")
-    write_results(
+    prelude.write_results(
         args.results_json,
         {
             "options": vars(args),

@@ -1,6 +1,6 @@
 """Throughput of example creation on the six embedded Austen novels (run by hand).
 
-    PYTHONPATH=. python benchmarks/pretraining_data_throughput.py [--dupe_factor 1]
+    python -m benchmarks.pretraining_data_throughput [--dupe_factor 1]
 
 For sequence_length 128 and 512 and 1 vs 2 worker processes: wall seconds, examples/s,
 sentences/s, input MB/s and the 2-process speed-up; the end-to-end time includes reading,
@@ -10,26 +10,20 @@ main process only reads files and writes records. On a shared machine wall-clock
 move with the load; examples per CPU second do not.
 """
 
-import argparse
 import functools
 import os
 import resource
-import sys
 import tempfile
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
-
-from results import default_path, write_results  # noqa: E402 (benchmarks/results.py)
-
-from keras_albert.pretraining.data import (  # noqa: E402
+from benchmarks import prelude
+from keras_albert.pretraining.data import (
     PretrainingDataConfig,
     create_pretraining_data,
 )
 
-AUSTEN = os.path.join(REPO, "data", "corpus", "janeaustenr")
-SPM_MODEL = os.path.join(REPO, "tests", "data", "30k-clean.model")
+AUSTEN = prelude.data_path("corpus", "janeaustenr")
+SPM_MODEL = str(prelude.TEST_DATA / "30k-clean.model")
 
 
 def load_tokenizer():
@@ -39,21 +33,19 @@ def load_tokenizer():
 
 
 def main():
-    parser = argparse.ArgumentParser()
+    parser = prelude.parser(__file__)
     parser.add_argument("--dupe_factor", type=int, default=1)
     parser.add_argument("--lengths", type=int, nargs="+", default=[128, 512])
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--start_method", default="spawn", choices=["spawn", "fork", "forkserver"])
-    parser.add_argument(
-        "--results-json", default=default_path(__file__), help="where the raw results go"
-    )
     args = parser.parse_args()
+    prelude.header()
     tokenizer = load_tokenizer()
     import tensorflow  # noqa: F401  (the writer's; imported here so no row pays for it)
 
     num_bytes = sum(os.path.getsize(os.path.join(AUSTEN, n)) for n in os.listdir(AUSTEN))
     print(
-        f"cpus: {os.cpu_count()}, corpus: {num_bytes / 1e6:.1f} MB, "
+        f"corpus: {num_bytes / 1e6:.1f} MB, "
         f"dupe_factor {args.dupe_factor}, start_method {args.start_method}"
     )
     print(
@@ -96,7 +88,7 @@ def main():
                     f"  {main_cpu:10.2f}  {worker_cpu:12.2f}"
                     f"  {summary.num_examples / (main_cpu + worker_cpu):14.0f}"
                 )
-    write_results(
+    prelude.write_results(
         args.results_json,
         {"options": vars(args), "cpus": os.cpu_count(), "corpus_bytes": num_bytes, "runs": rows},
     )

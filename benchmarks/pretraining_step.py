@@ -1,7 +1,7 @@
 """ALBERT-base pretraining step: keras_albert (MLM + SOP, our LAMB) vs keras-hub
 `AlbertMaskedLM` (MLM only, Adam) vs Hugging Face `AlbertForPreTraining` (PyTorch CPU, AdamW).
 
-Run by hand: `python benchmarks/pretraining_step.py [--rounds 3] [--batch-size 8]`.
+Run by hand: `python -m benchmarks.pretraining_step [--rounds 3] [--batch-size 8]`.
 All run in this one process, interleaved round by round, on the same random batch (seq 128,
 20 masked positions): the Keras models through `train_on_batch` (their compiled train
 function), without and with `jit_compile`; HF forward + backward + `AdamW.step`. HF scores
@@ -9,23 +9,21 @@ every position with the MLM head (its design); keras-hub has no SOP head. Prints
 and the ratios of ours to each.
 """
 
-import argparse
 import os
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from benchmarks import prelude  # isort: skip  (first: sets the environment)
 
-import keras  # noqa: E402
-import keras_hub  # noqa: E402
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-import transformers  # noqa: E402
-from batches import pretraining_batch  # noqa: E402 (benchmarks/batches.py)
-from interleaved import interleaved_rates, report  # noqa: E402 (benchmarks/interleaved.py)
+import keras
+import keras_hub
+import numpy as np
+import torch
+import transformers
 
-from keras_albert import AlbertBackbone, AlbertPretrainer  # noqa: E402
-from keras_albert.pretraining.objective import compile_pretrainer  # noqa: E402
-from keras_albert.training.lamb import Lamb  # noqa: E402
+from benchmarks.batches import pretraining_batch
+from benchmarks.interleaved import interleaved_rates, report
+from keras_albert import AlbertBackbone, AlbertPretrainer
+from keras_albert.pretraining.objective import compile_pretrainer
+from keras_albert.training.lamb import Lamb
 
 VOCABULARY_SIZE = 30000
 
@@ -102,13 +100,14 @@ def hf_runner(batch):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = prelude.parser(__file__, __doc__.splitlines()[0])
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--sequence-length", type=int, default=128)
     parser.add_argument("--num-masked", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps-per-round", type=int, default=3)
     args = parser.parse_args()
+    prelude.header()
 
     torch.set_num_threads(os.cpu_count())
     batch = make_batch(args.batch_size, args.sequence_length, args.num_masked)
@@ -126,14 +125,22 @@ def main() -> None:
     )
     medians = report(rates)
     best_ours = max(medians["keras_albert"], medians["keras_albert_xla"])
+    ratios = {}
     for ours, reference in (
         ("keras_albert", "keras_hub"),
         ("keras_albert_xla", "keras_hub_xla"),
         ("keras_albert", "hf_torch"),
     ):
-        print(f"  {ours} / {reference}: {medians[ours] / medians[reference]:.2f}x")
-    print(f"  best keras_albert / keras_hub_xla: {best_ours / medians['keras_hub_xla']:.2f}x")
-    print(f"  best keras_albert / hf_torch: {best_ours / medians['hf_torch']:.2f}x")
+        ratios[f"{ours} / {reference}"] = medians[ours] / medians[reference]
+        print(f"  {ours} / {reference}: {ratios[f'{ours} / {reference}']:.2f}x")
+    for reference in ("keras_hub_xla", "hf_torch"):
+        ratios[f"best keras_albert / {reference}"] = best_ours / medians[reference]
+        print(f"  best keras_albert / {reference}: {best_ours / medians[reference]:.2f}x")
+    prelude.write_results(
+        args.results_json,
+        {"options": vars(args), "sequences_per_second": rates, "medians": medians,
+         "ratios": ratios},
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ architecture from scratch, fine-tuned on SST-2 with 1,000 labels and with the ma
 20,000, three seeds each; and the paper's SOP-vs-NSP table (Lan et al. 2020, Table 5) in
 miniature. Run by hand (not a test):
 
-    python benchmarks/pretraining_transfer.py --work-dir runs/transfer --stages all
+    python -m benchmarks.pretraining_transfer --work-dir runs/transfer --stages all
 
 Every flag of `tools/main.py` (the main job's `MainJobOptions`) after `--` sets the job
 this benchmark runs, e.g. `-- --pair-task nsp --pretrain-train-steps 3000`; `--work-dir` is its
@@ -37,16 +37,12 @@ import json
 import os
 import sys
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from benchmarks import prelude  # isort: skip  (first: sets the environment)
 
-REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(REPOSITORY, "tools"))
-
-from main import parse_options  # noqa: E402 (tools/main.py: the job's flags)
-from main_job import MainJobOptions, run_steps  # noqa: E402
-from main_job.curves import pyplot, save_png  # noqa: E402
-from main_job.steps import (  # noqa: E402
+from tools.main_job import MainJobOptions, run_steps
+from tools.main_job.curves import pyplot, save_png
+from tools.main_job.flags import add_job_flags, parse_job_flags
+from tools.main_job.steps import (
     finetuning_options,
     mean_and_range,
     pretraining_data_config,
@@ -111,7 +107,7 @@ def table_stage(args, options: MainJobOptions) -> dict:
             "run": work_dir,
         }
     table = {"ours": rows, "paper_table_5": PAPER_TABLE_5}
-    _write_json(options.path("table.json"), table)
+    prelude.write_results(options.path("table.json"), table)
     _plot_table(rows, PAPER_TABLE_5, options.path("table.png"))
     print("trained on \\ evaluated on   NSP (paper)      SOP (paper)")
     for name, row in rows.items():
@@ -224,7 +220,7 @@ def probe_stage(args, options: MainJobOptions) -> dict:
                 "C": chosen,
                 "dev_accuracy": model.score(table["dev"], parts["dev"].labels),
             }
-    _write_json(options.path(f"probe_{name}.json"), results)
+    prelude.write_results(options.path(f"probe_{name}.json"), results)
     print(json.dumps(results, indent=2))
     return results
 
@@ -350,7 +346,7 @@ def finetune_stage(args, options: MainJobOptions) -> dict:
                 results[regime]["scratch"]["dev_scores"],
             )
         record = {"args": vars(args), "job": dataclasses.asdict(options), **results}
-        _write_json(options.path(f"transfer_{name}.json"), record)
+        prelude.write_results(options.path(f"transfer_{name}.json"), record)
         print(json.dumps({regime: results[regime]}, indent=2), flush=True)
     if not args.grid_only:
         _plot(results, options.path(f"transfer_{name}.png"), args.task)
@@ -425,7 +421,9 @@ def main(argv=None) -> None:
     split = argv.index("--") if "--" in argv else len(argv)
     ours, job = argv[:split], argv[split + 1 :]
     args = parser.parse_args(ours)
-    options = parse_options([*job, "--output-dir", args.work_dir])
+    prelude.header()
+    job_parser = add_job_flags(argparse.ArgumentParser(prog="tools/main.py"))
+    options = parse_job_flags(job_parser, [*job, "--output-dir", args.work_dir])
     os.makedirs(args.work_dir, exist_ok=True)
     stages = {
         "pretrain": pretrain_stage,

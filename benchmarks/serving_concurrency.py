@@ -1,6 +1,6 @@
 """The served classifier under 1, 4 and 16 concurrent callers, through the session path.
 
-Run by hand: `python benchmarks/serving_concurrency.py --seconds 10 --callers 1,4,16`.
+Run by hand: `python -m benchmarks.serving_concurrency --seconds 10 --callers 1,4,16`.
 
 An ALBERT-base-shaped classifier (albert_base_v2, 2 classes, initial weights with small random
 offsets on every bias and LayerNorm γ/β, as `inference_precision.py`) is exported at each
@@ -22,32 +22,24 @@ Prints requests/s and latency p50/p90/p99 per precision, mode and caller count; 
 latencies to `--results-json` and a plot beside it.
 """
 
-import argparse
 import os
-import pathlib
 import queue
 import statistics
-import sys
 import tempfile
 import threading
 import time
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from benchmarks import prelude  # isort: skip  (first: sets the environment)
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from keras_albert import AlbertBackbone, AlbertClassifier  # noqa: E402
-from keras_albert.cpu import cpu_features  # noqa: E402
-from keras_albert.export import export_saved_model  # noqa: E402
-from keras_albert.export.serving_layout import BatchingParameters  # noqa: E402
-from keras_albert.text.tokenizer import AlbertTokenizer  # noqa: E402
+from benchmarks.inference_precision import Session, sst2_dev
+from keras_albert import AlbertBackbone, AlbertClassifier
+from keras_albert.export import export_saved_model
+from keras_albert.export.serving_layout import BatchingParameters
+from keras_albert.text.tokenizer import AlbertTokenizer
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from inference_precision import Session, load_average, sst2_dev  # noqa: E402
-from results import default_path, write_results  # noqa: E402
-
-DATA = pathlib.Path(__file__).resolve().parents[1] / "tests" / "data"
+DATA = prelude.TEST_DATA
 
 
 class Direct:
@@ -162,19 +154,18 @@ def base_classifier() -> AlbertClassifier:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = prelude.parser(__file__, __doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=10.0, help="per measurement")
     parser.add_argument("--callers", default="1,4,16", help="concurrent callers")
     parser.add_argument("--precisions", default="float32,bfloat16")
     parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds")
     parser.add_argument("--exports-dir", help="keep the exports here between runs")
-    parser.add_argument("--results-json", default=default_path(__file__))
     args = parser.parse_args()
+    prelude.header()
     callers = [int(value) for value in args.callers.split(",")]
     precisions = args.precisions.split(",")
 
-    features = cpu_features()
-    print(f"CPU: {features['model_name']}; flags {features['flags']}; load {load_average()}")
+    features = prelude.cpu()
     tokenizer = AlbertTokenizer(DATA / "30k-clean.model")
     texts = [text.encode() for text in sst2_dev()[0]]
     model = base_classifier()
@@ -196,7 +187,8 @@ def main() -> None:
         for count in callers:
             for name, engine in engines.items():
                 runs[name][count].append(closed_loop(engine, texts, count, args.seconds))
-        print(f"  round {round_index + 1}/{args.rounds} (load {load_average()})", flush=True)
+        load = prelude.load_average()
+        print(f"  round {round_index + 1}/{args.rounds} (load {load})", flush=True)
     for engine in engines.values():
         engine.close()
 
@@ -213,9 +205,14 @@ def main() -> None:
                 f"  {name:18s} {count:3d} callers: {row['requests_per_second']:7.1f} req/s  "
                 f"p50 {row['p50_ms']:7.1f}  p90 {row['p90_ms']:7.1f}  p99 {row['p99_ms']:7.1f} ms"
             )
-    write_results(
+    prelude.write_results(
         args.results_json,
-        {"cpu": features, "load_average_after": load_average(), "summary": summary, "runs": runs},
+        {
+            "cpu": features,
+            "load_average_after": prelude.load_average(),
+            "summary": summary,
+            "runs": runs,
+        },
     )
     plot(summary, engines, callers, os.path.splitext(args.results_json)[0] + ".png")
 

@@ -1,6 +1,6 @@
 """Exported ALBERT-base classifier through the TF1 session path (as TF Serving runs it).
 
-Run by hand: `python benchmarks/serving_latency.py [--rounds 30] [--fixed-rounds 3]`.
+Run by hand: `python -m benchmarks.serving_latency [--rounds 30] [--fixed-rounds 3]`.
 Exports a randomly initialized albert_base_v2 classifier (2 classes, the real 30k-clean
 SentencePiece model) twice: padded to the longest in the batch (the default) and padded to a
 fixed 512. Each is loaded with `tf.compat.v1.saved_model.loader.load` and run by tensor names.
@@ -10,32 +10,29 @@ median time of a SavedModel holding only the same in-graph tokenization and pack
 same way, over that of `serving_default`. `serve_token_ids` (the same ids, given) is timed too.
 
 `--tasks` times the task exports instead (randomly initialized albert_base_v2 heads, same
-session path), in interleaved rounds, and writes the raw times as JSON (`--output`):
+session path), in interleaved rounds, and writes the raw times as JSON (`--results-json`):
 one SQuAD question over a ~300-word and a ~3,000-word context (`max_sequence_length` 384,
 `doc_stride` 128: 2 and 28 windows), one RACE question with 4 options at 512 tokens, and one
 30-word NER sentence at 128 tokens.
 """
 
-import argparse
 import json
 import os
-import pathlib
 import statistics
 import tempfile
 import time
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from benchmarks import prelude  # isort: skip  (first: sets the environment)
 
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
-import tensorflow_text  # noqa: E402, F401
+import numpy as np
+import tensorflow as tf
+import tensorflow_text  # noqa: F401
 
-from keras_albert import AlbertBackbone, AlbertClassifier  # noqa: E402
-from keras_albert.export import export_saved_model  # noqa: E402
-from keras_albert.text.tokenizer import AlbertTokenizer  # noqa: E402
+from keras_albert import AlbertBackbone, AlbertClassifier
+from keras_albert.export import export_saved_model
+from keras_albert.text.tokenizer import AlbertTokenizer
 
-DATA = pathlib.Path(__file__).resolve().parents[1] / "tests" / "data"
+DATA = prelude.TEST_DATA
 TEN_WORDS = "the film is a charming and often affecting little journey"
 
 
@@ -99,8 +96,8 @@ def _squad_contexts() -> tuple[str, str, str]:
     return question, " ".join(words[:300]), " ".join(words[:3000])
 
 
-def task_latency(rounds: int, output: str) -> None:
-    """Median latency of one request to each task export, interleaved rounds."""
+def task_latency(rounds: int) -> dict:
+    """Median latency of one request to each task export, interleaved rounds; the raw times."""
     from keras_albert.export.serving_layout import export_for_serving
     from keras_albert.models import (
         AlbertMultipleChoice,
@@ -135,7 +132,6 @@ def task_latency(rounds: int, output: str) -> None:
         ),
         "ner 30 words": ("ner", {"text": [" ".join(ner_words)]}),
     }
-    print(f"TensorFlow {tf.__version__}, {os.cpu_count()} CPUs, intra-op threads default")
     with tempfile.TemporaryDirectory() as directory:
         sessions = {}
         for name, (model, length, options) in exports.items():
@@ -178,29 +174,24 @@ def task_latency(rounds: int, output: str) -> None:
     for label, value in medians.items():
         spread = f"{min(times[label]) * 1e3:.0f}-{max(times[label]) * 1e3:.0f}"
         print(f"  {label:20s} {value * 1e3:9.1f} ms median (rounds {spread} ms)")
-    with open(output, "w", encoding="utf-8") as file:
-        json.dump({"rounds": rounds, "seconds": times, "median_seconds": medians}, file, indent=1)
-    print(f"raw times: {output}")
+    return {"rounds": rounds, "seconds": times, "median_seconds": medians}
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = prelude.parser(__file__, __doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=30, help="timed runs, dynamic padding")
     parser.add_argument("--fixed-rounds", type=int, default=3, help="timed runs, fixed 512")
     parser.add_argument("--tasks", action="store_true", help="time the task exports instead")
-    parser.add_argument(
-        "--output", default="serving_latency_tasks.json", help="raw times of --tasks (JSON)"
-    )
     args = parser.parse_args()
+    prelude.header()
     if args.tasks:
-        task_latency(args.rounds, args.output)
+        prelude.write_results(args.results_json, {"tasks": task_latency(args.rounds)})
         return
 
     tokenizer = AlbertTokenizer(DATA / "30k-clean.model")
     classifier = AlbertClassifier(AlbertBackbone.from_preset_name("albert_base_v2"), 2)
     lines = (DATA / "sst2_dev.tsv").read_text(encoding="utf-8").splitlines()[1:33]
     batch = [line.rsplit("\t", 1)[0] for line in lines]
-    print(f"TensorFlow {tf.__version__}, {os.cpu_count()} CPUs, intra-op threads default")
     print(f"10-word sentence: {len(tokenizer.encode(TEN_WORDS)) + 2} tokens packed")
     with tempfile.TemporaryDirectory() as directory:
         results = {}
@@ -234,6 +225,7 @@ def main() -> None:
             f"{fixed['batch 1']['seconds'] / dynamic['batch 1']['seconds']:.1f}x, batch 32 "
             f"{fixed['batch 32']['seconds'] / dynamic['batch 32']['seconds']:.1f}x"
         )
+    prelude.write_results(args.results_json, {"args": vars(args), "latency": results})
 
 
 if __name__ == "__main__":

@@ -2,8 +2,8 @@
 Runtime's, nothing else in the graph.
 
 Run by hand (needs the test extra: onnx, onnxruntime):
-    python benchmarks/small_row_matmul.py --rows 1,8,17,32,64 --rounds 5
-    python benchmarks/small_row_matmul.py --rows 1,17,64 --formulations matmul,batch_matmul,conv2d
+    python -m benchmarks.small_row_matmul --rows 1,8,17,32,64 --rounds 5
+    python -m benchmarks.small_row_matmul --rows 1,17,64 --formulations matmul,batch_matmul,conv2d
 
 A served batch-1 request of 17 tokens spends most of its time in the shared block's four
 multiplies per pass (Q/K/V 768 × 2304, attention output 768 × 768, feed-forward 768 × 3072 and
@@ -21,22 +21,17 @@ run (`roofs.gemm_roof`). If ONNX Runtime's chain is faster at 17 rows than Tenso
 graph change around the multiplies can win batch 1 against it with TensorFlow's kernels.
 """
 
-import argparse
 import os
 import statistics
-import sys
 import tempfile
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from benchmarks import prelude  # isort: skip  (first: sets the environment)
 
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import numpy as np
+import tensorflow as tf
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from roofs import gemm_roof  # noqa: E402
-
-from keras_albert.cpu import cpu_features  # noqa: E402
+from benchmarks.roofs import gemm_roof
 
 SHAPES = [(768, 2304), (768, 768), (768, 3072), (3072, 768)]  # (inner, columns) per pass
 PASSES = 12
@@ -143,7 +138,7 @@ class OnnxChain:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = prelude.parser(__file__, __doc__.splitlines()[0])
     parser.add_argument("--rows", default="1,8,17,32,64", help="row counts (tokens) to time")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds")
     parser.add_argument("--steps", type=int, default=20, help="timed chains per round")
@@ -153,14 +148,14 @@ def main() -> None:
         help=f"TensorFlow's chain written as any of {','.join(FORMULATIONS)} (each timed)",
     )
     args = parser.parse_args()
+    prelude.header()
     formulations = args.formulations.split(",")
     for formulation in formulations:
         if formulation not in FORMULATIONS:
             parser.error(f"--formulations: {formulation!r} is not one of {FORMULATIONS}")
-    features = cpu_features()
-    print(f"CPU: {features['model_name']}; flags {features['flags']}; load {os.getloadavg()}")
     roofs = {dtype: gemm_roof(dtype, seconds=2.0) for dtype in ("float32", "bfloat16")}
     print(f"GEMM roof: float32 {roofs['float32']:.0f}, bfloat16 {roofs['bfloat16']:.0f} GFLOP/s")
+    results = {"args": vars(args), "gemm_roof_gflops": roofs, "milliseconds": {}}
     directory = tempfile.mkdtemp()
     for rows in [int(value) for value in args.rows.split(",")]:
         engines = {
@@ -187,6 +182,9 @@ def main() -> None:
                     start = time.perf_counter()
                     engine(x)
                     times[name].append(time.perf_counter() - start)
+        results["milliseconds"][rows] = {
+            name: [value * 1e3 for value in values] for name, values in times.items()
+        }
         print(f"\n{rows} rows, {chain_flops(rows) / 1e9:.2f} GFLOP per chain:")
         onnx_ms = statistics.median(times["ONNX Runtime float32"]) * 1e3
         for name, values in times.items():
@@ -197,7 +195,8 @@ def main() -> None:
                 f"  {name:35s} {ms:6.2f} ms  {rate:5.0f} GFLOP/s  {rate / roof:.2f} of its roof"
                 f"  x{onnx_ms / ms:.2f} ONNX Runtime's speed"
             )
-    print(f"\nload at the end {os.getloadavg()}")
+    print(f"\nload at the end {prelude.load_average()}")
+    prelude.write_results(args.results_json, results)
 
 
 if __name__ == "__main__":

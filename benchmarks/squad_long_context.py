@@ -1,7 +1,7 @@
 """One SQuAD question over long contexts: our string-in export against Hugging Face's pipeline.
 
 Run by hand (needs the test extra: transformers, torch CPU):
-    python benchmarks/squad_long_context.py --rounds 5 --words 300,1000,3000
+    python -m benchmarks.squad_long_context --rounds 5 --words 300,1000,3000
 
 In ONE process, in interleaved rounds (every engine once per round and context length):
 - our question-answering SavedModel of an ALBERT-base-shaped `AlbertQuestionAnswerer`
@@ -21,35 +21,27 @@ splits some punctuation differently from the original SentencePiece recipe ours 
 the ratio to HF and to our float32; writes the raw times to `--results-json` and a plot beside it.
 """
 
-import argparse
 import json
 import os
-import pathlib
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from benchmarks import prelude  # isort: skip  (first: sets the environment)
 
-import numpy as np  # noqa: E402
-import tensorflow_text  # noqa: E402, F401
+import numpy as np
+import tensorflow_text  # noqa: F401
 
-from keras_albert import AlbertBackbone  # noqa: E402
-from keras_albert.convert.huggingface import write_hf_directory  # noqa: E402
-from keras_albert.cpu import cpu_features  # noqa: E402
-from keras_albert.export import export_saved_model  # noqa: E402
-from keras_albert.models import AlbertQuestionAnswerer  # noqa: E402
-from keras_albert.serving.precision import SERVING_PRECISIONS  # noqa: E402
-from keras_albert.text.tokenizer import AlbertTokenizer  # noqa: E402
+from benchmarks.inference_precision import Session
+from keras_albert import AlbertBackbone
+from keras_albert.convert.huggingface import write_hf_directory
+from keras_albert.export import export_saved_model
+from keras_albert.models import AlbertQuestionAnswerer
+from keras_albert.serving.precision import SERVING_PRECISIONS
+from keras_albert.text.tokenizer import AlbertTokenizer
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from inference_precision import Session, load_average  # noqa: E402
-from results import default_path, write_results  # noqa: E402
-
-DATA = pathlib.Path(__file__).resolve().parents[1] / "tests" / "data"
+DATA = prelude.TEST_DATA
 MAX_SEQUENCE_LENGTH = 384
 DOC_STRIDE = 128
 MAX_QUERY_LENGTH = 64
@@ -161,17 +153,16 @@ def windows(tokenizer: AlbertTokenizer, question: str, context: str) -> int:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = prelude.parser(__file__, __doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5, help="interleaved timed rounds")
     parser.add_argument("--words", default="300,1000,3000", help="context lengths in words")
     parser.add_argument("--skip-hf", action="store_true", help="ours only")
     parser.add_argument("--exports-dir", help="keep the exports here between runs")
-    parser.add_argument("--results-json", default=default_path(__file__))
     args = parser.parse_args()
+    prelude.header()
     lengths = [int(value) for value in args.words.split(",")]
 
-    features = cpu_features()
-    print(f"CPU: {features['model_name']}; flags {features['flags']}; load {load_average()}")
+    features = prelude.cpu()
     vocabulary = str(DATA / "30k-clean.model")
     tokenizer = AlbertTokenizer(vocabulary)
     question, words = squad_question_and_words()
@@ -206,7 +197,8 @@ def main() -> None:
                 start = time.perf_counter()
                 engine(question, contexts[count])
                 times[name][count].append(time.perf_counter() - start)
-        print(f"  round {round_index + 1}/{args.rounds} (load {load_average()})", flush=True)
+        load = prelude.load_average()
+        print(f"  round {round_index + 1}/{args.rounds} (load {load})", flush=True)
 
     medians = {
         name: {count: statistics.median(values) for count, values in by_length.items()}
@@ -225,14 +217,14 @@ def main() -> None:
             )
     result = {
         "cpu": features,
-        "load_average_after": load_average(),
+        "load_average_after": prelude.load_average(),
         "question": question,
         "windows": {count: windows(tokenizer, question, contexts[count]) for count in lengths},
         "seconds": times,
         "median_seconds": medians,
         "answers": answers,
     }
-    write_results(args.results_json, result)
+    prelude.write_results(args.results_json, result)
     plot(medians, lengths, os.path.splitext(args.results_json)[0] + ".png")
 
 

@@ -1,6 +1,6 @@
 """TFLite (float32, int8) vs SavedModel: size and batch-1 latency of ALBERT-base, token ids in.
 
-Run by hand: `python benchmarks/tflite_latency.py [--rounds 30] [--threads 1]`.
+Run by hand: `python -m benchmarks.tflite_latency [--rounds 30] [--threads 1]`.
 Exports a randomly initialized albert_base_v2 classifier (2 classes, the real 30k-clean
 SentencePiece model) with `export_tflite` (float32, and dynamic-range int8 with
 `precision="int8"`) and `export_saved_model`, then times, in interleaved rounds, one SST-2 dev
@@ -11,35 +11,31 @@ ratios to the SavedModel and the int8 model's largest probability difference fro
 and writes the raw times (`--results-json`).
 """
 
-import argparse
 import os
-import pathlib
 import statistics
 import tempfile
 import time
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from benchmarks import prelude  # isort: skip  (first: sets the environment)
 
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
-from results import default_path, directory_bytes, write_results  # noqa: E402 (benchmarks/results.py)
+import numpy as np
+import tensorflow as tf
 
-from keras_albert import AlbertBackbone, AlbertClassifier  # noqa: E402
-from keras_albert.export import export_saved_model  # noqa: E402
-from keras_albert.export.tflite import export_tflite  # noqa: E402
-from keras_albert.text.tokenizer import AlbertTokenizer  # noqa: E402
+from keras_albert import AlbertBackbone, AlbertClassifier
+from keras_albert.export import export_saved_model
+from keras_albert.export.tflite import export_tflite
+from keras_albert.text.tokenizer import AlbertTokenizer
 
-DATA = pathlib.Path(__file__).resolve().parents[1] / "tests" / "data"
+DATA = prelude.TEST_DATA
 PADDED_LENGTH = 128
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = prelude.parser(__file__, __doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--results-json", default=default_path(__file__))
     args = parser.parse_args()
+    prelude.header()
 
     tokenizer = AlbertTokenizer(DATA / "30k-clean.model")
     model = AlbertClassifier(AlbertBackbone.from_preset_name("albert_base_v2"), num_classes=2)
@@ -62,7 +58,7 @@ def main() -> None:
         sizes = {
             "tflite_bytes": os.path.getsize(tflite_path),
             "tflite_int8_bytes": os.path.getsize(int8_path),
-            "saved_model_bytes": directory_bytes(saved_model_dir),
+            "saved_model_bytes": prelude.directory_bytes(saved_model_dir),
         }
         interpreter = tf.lite.Interpreter(model_path=tflite_path, num_threads=args.threads)
         runner = interpreter.get_signature_runner()
@@ -107,7 +103,7 @@ def main() -> None:
             f"{medians['tflite'] / medians['saved_model']:.2f}, "
             f"{medians['tflite_int8'] / medians['saved_model']:.2f}"
         )
-    write_results(
+    prelude.write_results(
         args.results_json,
         {
             "sizes": sizes,

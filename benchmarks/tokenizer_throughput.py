@@ -2,28 +2,23 @@
 Hugging Face's fast (Rust) ALBERT tokenizer, in one run. Run by hand from the repository root,
 with keras_albert importable (`pip install -e .` or `PYTHONPATH=.`):
 
-    python benchmarks/tokenizer_throughput.py [--data ../shared/data/glue/SST-2/train.tsv]
+    python -m benchmarks.tokenizer_throughput [--data data/glue/SST-2/train.tsv]
 
 Prints sentences/s for each and the ratios to the Hugging Face fast tokenizer, plus how many
 sentences each gives the same ids as the Python path (the reference recipe).
 """
 
-import argparse
 import os
 import pathlib
 import shutil
 import tempfile
 import time
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from benchmarks import prelude  # isort: skip  (first: sets the environment)
 
-import tensorflow as tf  # noqa: E402
-from results import default_path, write_results  # noqa: E402 (benchmarks/results.py)
+import tensorflow as tf
 
-from keras_albert.text.tokenizer import AlbertTokenizer  # noqa: E402
-
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from keras_albert.text.tokenizer import AlbertTokenizer
 
 
 def read_sentences(path: str, limit: int | None) -> list[str]:
@@ -43,18 +38,16 @@ def timed(function, repeats: int):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = prelude.parser(__file__, __doc__.split("\n")[0])
     parser.add_argument(
-        "--data", default=str(ROOT.parent / "shared/data/glue/SST-2/train.tsv"), help="SST-2 tsv"
+        "--data", default=prelude.data_path("glue", "SST-2", "train.tsv"), help="SST-2 tsv"
     )
-    parser.add_argument("--model", default=str(ROOT / "tests/data/30k-clean.model"))
+    parser.add_argument("--model", default=str(prelude.TEST_DATA / "30k-clean.model"))
     parser.add_argument("--limit", type=int, default=None, help="use only the first N sentences")
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument(
-        "--results-json", default=default_path(__file__), help="where the raw results go"
-    )
     args = parser.parse_args()
+    prelude.header()
 
     sentences = read_sentences(args.data, args.limit)
     tokenizer = AlbertTokenizer(args.model)
@@ -106,7 +99,7 @@ def main() -> None:
             f"same ids as python path: {same}/{len(sentences)}"
         )
 
-    write_results(
+    prelude.write_results(
         args.results_json, {"options": vars(args), "sentences": len(sentences), "paths": raw}
     )
 

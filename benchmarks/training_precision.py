@@ -3,8 +3,8 @@ fine-tuning (span head), keras_albert vs keras-hub vs Hugging Face, one process,
 
 Run by hand, on a quiet machine:
 
-    python benchmarks/training_precision.py [--rounds 3] [--plot runs/benchmarks/precision.png]
-    python benchmarks/training_precision.py --quick   # a tiny model, to check that it runs
+    python -m benchmarks.training_precision [--rounds 3] [--plot runs/benchmarks/precision.png]
+    python -m benchmarks.training_precision --quick   # a tiny model, to check that it runs
 
 Runners, each on one fixed random batch (pretraining: batch 8 × 128, 20 masked; SQuAD:
 batch 4 × 384):
@@ -20,31 +20,28 @@ bfloat16 GEMM roof each reaches (`roofs.py`), and the ratios the floors name; wr
 them to `--results-json` and, with `--plot`, a bar chart.
 """
 
-import argparse
 import os
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from benchmarks import prelude  # isort: skip  (first: sets the environment)
 
-import keras  # noqa: E402
-import keras_hub  # noqa: E402
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
-import torch  # noqa: E402
-import transformers  # noqa: E402
-from batches import pretraining_batch  # noqa: E402 (benchmarks/batches.py)
-from interleaved import interleaved_rates, report  # noqa: E402 (benchmarks/interleaved.py)
-from results import default_path, write_results  # noqa: E402 (benchmarks/results.py)
-from roofs import gemm_roof, training_flops_per_sequence  # noqa: E402 (benchmarks/roofs.py)
+import keras
+import keras_hub
+import numpy as np
+import tensorflow as tf
+import torch
+import transformers
 
-from keras_albert import AlbertBackbone, AlbertConfig, AlbertPretrainer  # noqa: E402
-from keras_albert.config import get_preset  # noqa: E402
-from keras_albert.models.question_answerer import AlbertQuestionAnswerer  # noqa: E402
-from keras_albert.pretraining.objective import pretraining_replica_fn  # noqa: E402
-from keras_albert.training.clipping import adamw  # noqa: E402
-from keras_albert.training.lamb import Lamb  # noqa: E402
-from keras_albert.training.loop import TrainingLoop  # noqa: E402
-from keras_albert.training.objective import Objective  # noqa: E402
+from benchmarks.batches import pretraining_batch
+from benchmarks.interleaved import interleaved_rates, report
+from benchmarks.roofs import gemm_roof, training_flops_per_sequence
+from keras_albert import AlbertBackbone, AlbertConfig, AlbertPretrainer
+from keras_albert.config import get_preset
+from keras_albert.models.question_answerer import AlbertQuestionAnswerer
+from keras_albert.pretraining.objective import pretraining_replica_fn
+from keras_albert.training.clipping import adamw
+from keras_albert.training.lamb import Lamb
+from keras_albert.training.loop import TrainingLoop
+from keras_albert.training.objective import Objective
 
 TINY = AlbertConfig(
     vocabulary_size=1000, embedding_dim=16, hidden_dim=32, intermediate_dim=64, num_layers=2,
@@ -176,7 +173,7 @@ def plot(results: dict, path: str) -> None:
 
 
 def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = prelude.parser(__file__, __doc__.splitlines()[0])
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--sequence-length", type=int, default=128)
     parser.add_argument("--num-masked", type=int, default=20)
@@ -187,9 +184,9 @@ def main(argv=None) -> dict:
     parser.add_argument(
         "--quick", action="store_true", help="a tiny model, batch 2, one round: every runner runs"
     )
-    parser.add_argument("--results-json", default=default_path(__file__))
     parser.add_argument("--plot", default=None, help="write a bar chart (PNG) here")
     args = parser.parse_args(argv)
+    prelude.header()
     config = get_preset("albert_base_v2")
     if args.quick:
         config, args.rounds, args.steps_per_round = TINY, 1, 1
@@ -234,7 +231,7 @@ def main(argv=None) -> dict:
                          "fraction_of_bfloat16_roof": fraction, "ratios": ratios}  # fmt: skip
     results = {"config": config.to_dict(), "quick": args.quick, "gemm_roof_gflops": roofs,
                "tasks": results}  # fmt: skip
-    write_results(args.results_json, results)
+    prelude.write_results(args.results_json, results)
     if args.plot:
         plot(results["tasks"], args.plot)
     return results

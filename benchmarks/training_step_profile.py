@@ -3,8 +3,8 @@ mixed_bfloat16, on the steps `training_precision.py` times.
 
 Run by hand, on a quiet machine (the test extra: keras-hub, torch, transformers, which
 `training_precision.py` imports):
-    python benchmarks/training_step_profile.py --task pretraining
-    python benchmarks/training_step_profile.py --task squad --policies mixed_bfloat16
+    python -m benchmarks.training_step_profile --task pretraining
+    python -m benchmarks.training_step_profile --task squad --policies mixed_bfloat16
 
 For each policy: ALBERT-base, the drivers' step (`training_precision.ours_runner`, no XLA),
 warmed up, then `--steps` steps under TensorFlow's profiler. The trace's kernels (the executor
@@ -19,27 +19,20 @@ by what is not a matrix multiply, and by how far its multiplies fall short of ha
 float32 time.
 """
 
-import argparse
 import collections
 import glob
 import os
-import sys
 import tempfile
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from benchmarks import prelude  # isort: skip  (first: sets the environment)
 
-import keras  # noqa: E402
-import tensorflow as tf  # noqa: E402
-from tensorflow.tsl.profiler.protobuf import xplane_pb2  # noqa: E402
+import keras
+import tensorflow as tf
+from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from batches import pretraining_batch  # noqa: E402
-from results import default_path, write_results  # noqa: E402
-from training_precision import ours_runner, squad_batch  # noqa: E402
-
-from keras_albert.config import get_preset  # noqa: E402
-from keras_albert.cpu import cpu_features  # noqa: E402
+from benchmarks.batches import pretraining_batch
+from benchmarks.training_precision import ours_runner, squad_batch
+from keras_albert.config import get_preset
 
 GROUPS = {
     "multiplies": ("MatMul",),  # any kernel whose type contains it
@@ -144,14 +137,13 @@ def profile(policy: str, task: str, steps: int) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = prelude.parser(__file__, __doc__.splitlines()[0])
     parser.add_argument("--task", choices=("pretraining", "squad"), default="pretraining")
     parser.add_argument("--policies", default="float32,mixed_bfloat16")
     parser.add_argument("--steps", type=int, default=2, help="profiled steps per policy")
-    parser.add_argument("--results-json", default=default_path(__file__))
     args = parser.parse_args()
-    features = cpu_features()
-    print(f"CPU: {features['model_name']}; flags {features['flags']}; load {os.getloadavg()}")
+    prelude.header()
+    features = prelude.cpu()
     results = {"cpu": features, "task": args.task, "load_start": os.getloadavg()}
     for policy in args.policies.split(","):
         keras.config.set_dtype_policy(policy)
@@ -167,7 +159,7 @@ def main() -> None:
         for row in results[policy]["top"]:
             print(f"    {row['kernel']:24s} {row['node']:60s} {row['ms']:7.1f} ms")
     results["load_end"] = os.getloadavg()
-    write_results(args.results_json, results)
+    prelude.write_results(args.results_json, results)
     print(f"\nload at the end {results['load_end']}; raw: {args.results_json}")
 
 

@@ -13,13 +13,12 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def run_tiny(script: str, tmp_path) -> dict:
-    """`benchmarks/<script> --tiny` in a subprocess; its JSON's results."""
+    """`python -m benchmarks.<script> --tiny` in a subprocess; its JSON's results."""
     output = tmp_path / "results.json"
     env = {key: value for key, value in os.environ.items() if key != "TF_CONFIG"}
     env["PYTHONPATH"] = str(REPO_ROOT)
     result = subprocess.run(
-        [sys.executable, str(REPO_ROOT / "benchmarks" / script), "--tiny", "--results-json",
-         str(output)],
+        [sys.executable, "-m", f"benchmarks.{script}", "--tiny", "--results-json", str(output)],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
@@ -27,7 +26,7 @@ def run_tiny(script: str, tmp_path) -> dict:
 
 
 def test_tiny_mode_measures_every_configuration_and_checks_the_losses(tmp_path):
-    results = run_tiny("accelerator_checklist.py", tmp_path)
+    results = run_tiny("accelerator_checklist", tmp_path)
     assert set(results["throughput"]) == {
         "mixed_float16", "mixed_float16_xla", "mixed_bfloat16", "mixed_bfloat16_xla"
     }  # fmt: skip
@@ -45,7 +44,7 @@ def test_tiny_mode_measures_every_configuration_and_checks_the_losses(tmp_path):
 def test_peer_script_tiny_mode_measures_hf_and_checks_its_losses(tmp_path):
     """HF on PyTorch, no TensorFlow: a rate and an MFU per precision, and the autocast losses
     follow float32's."""
-    results = run_tiny("accelerator_peers.py", tmp_path)
+    results = run_tiny("accelerator_peers", tmp_path)
     assert set(results["throughput"]) == {
         "hf_float32", "hf_autocast_bfloat16", "hf_autocast_float16"
     }  # fmt: skip

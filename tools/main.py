@@ -24,8 +24,9 @@ import os
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
 from main_job import MainJobOptions, run_main_job  # noqa: E402  (tools/main_job/, beside this file)
+from main_job.flags import add_job_flags, parse_job_flags  # noqa: E402
 
-from keras_albert.cli import add_options, run_tool, with_debug_help  # noqa: E402
+from keras_albert.cli import run_tool, with_debug_help  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,23 +35,12 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=with_debug_help(None),
     )
-    parser.add_argument(
-        "--quick", action="store_true", help="the few-minute variant (MainJobOptions.quick())"
-    )
-    add_options(parser, MainJobOptions)
-    return parser
+    return add_job_flags(parser)
 
 
 def parse_options(argv: list[str] | None = None) -> MainJobOptions:
     """The job's options from the command line: the flags given, over the full or quick run."""
-    parser = build_parser()
-    # argparse fills in a default only where the namespace has no value yet: pre-filled with a
-    # marker, the flags left at the marker are those not given.
-    not_given = object()
-    names = [action.dest for action in parser._actions if action.dest not in ("help", "quick")]
-    args = parser.parse_args(argv, namespace=argparse.Namespace(**dict.fromkeys(names, not_given)))
-    given = {name: getattr(args, name) for name in names if getattr(args, name) is not not_given}
-    return MainJobOptions.quick(**given) if args.quick else MainJobOptions(**given)
+    return parse_job_flags(build_parser(), argv)
 
 
 def main(argv: list[str] | None = None) -> int:

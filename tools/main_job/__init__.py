@@ -5,9 +5,9 @@ A package of the repository's tools, not of the library: it calls `keras_albert`
 functions, and `keras_albert` never imports it (an import contract in setup.cfg).
 """
 
-from main_job.curves import plot_curves
-from main_job.options import MainJobOptions
-from main_job.steps import STEPS, pretraining_options, run_main_job, run_steps
+from .curves import plot_curves
+from .options import MainJobOptions
+from .steps import STEPS, pretraining_options, run_main_job, run_steps
 
 __all__ = [
     "STEPS",

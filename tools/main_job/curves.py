@@ -4,7 +4,7 @@ steps) beside SST-2 fine-tuning from the pretraining checkpoint and from scratch
 import csv
 import os
 
-from main_job.options import MainJobOptions
+from .options import MainJobOptions
 
 
 def pyplot():

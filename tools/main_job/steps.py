@@ -25,8 +25,8 @@ import subprocess
 import sys
 import time
 
-from main_job.curves import plot_curves
-from main_job.options import REPOSITORY, MainJobOptions
+from .curves import plot_curves
+from .options import REPOSITORY, MainJobOptions
 
 # The user-facing export probe (tools/probe_saved_model.py), run in a fresh process.
 PROBE = os.path.join(REPOSITORY, "tools", "probe_saved_model.py")
@@ -120,7 +120,7 @@ def _corpus(options: MainJobOptions) -> tuple[list[str], list[str]]:
 
 def _build_corpus(options: MainJobOptions, train_files, held_out_files) -> dict:
     """The pretraining text and the held-out text (`task_corpus.build_task_corpus`)."""
-    from main_job.corpus import build_task_corpus
+    from .corpus import build_task_corpus
 
     corpus = build_task_corpus(
         options.path("corpus"),
@@ -156,7 +156,8 @@ def tokenizer_path(options: MainJobOptions) -> str:
 def pretraining_data_config(options: MainJobOptions, split: str):
     """How the `split` ("train" or "eval") records are made: the eval records are one pass."""
     from keras_albert.pretraining.data import PretrainingDataConfig
-    from main_job.corpus import DOCUMENT_SPLIT
+
+    from .corpus import DOCUMENT_SPLIT
 
     return PretrainingDataConfig(
         sequence_length=options.sequence_length,
