@@ -86,7 +86,7 @@ def finetuning_directory(output_dir: str, precision: str, seed: int, fine: str, 
 
 
 def _finetune(options: dict) -> None:
-    # The environment is the prelude's: the spawned child imports this module, and it, first.
+    # The spawned child inherits the environment the prelude set in the parent.
     from keras_albert.finetuning.driver import finetune
     from keras_albert.finetuning.options import FinetuningOptions
 
