@@ -68,6 +68,28 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.allowed_skip(reason))
 
 
+LONG_COMPARISON = 10_000
+
+
+def pytest_assertrepr_compare(op, left, right):
+    """Two long strings, byte strings or lists that differ: their lengths and the first offset
+    where they differ, instead of pytest's difflib diff (quadratic: two 760 KB files would keep
+    a worker busy for hours, and the run would never end)."""
+    sequences = (str, bytes, list, tuple)
+    if op != "==" or not isinstance(left, sequences) or type(left) is not type(right):
+        return None
+    if max(len(left), len(right)) <= LONG_COMPARISON:
+        return None
+    pairs = enumerate(zip(left, right, strict=False))
+    first = next((i for i, (a, b) in pairs if a != b), min(len(left), len(right)))
+    return [
+        f"two {type(left).__name__} of lengths {len(left)} and {len(right)} differ",
+        f"first difference at offset {first}:",
+        f"  left:  {left[first:first + 40]!r}",
+        f"  right: {right[first:first + 40]!r}",
+    ]
+
+
 def _skip_reason(report) -> str:
     if isinstance(report.longrepr, tuple):  # (path, line, "Skipped: reason")
         return str(report.longrepr[2])
