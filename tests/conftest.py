@@ -85,8 +85,8 @@ def pytest_assertrepr_compare(op, left, right):
     return [
         f"two {type(left).__name__} of lengths {len(left)} and {len(right)} differ",
         f"first difference at offset {first}:",
-        f"  left:  {left[first:first + 40]!r}",
-        f"  right: {right[first:first + 40]!r}",
+        f"  left:  {left[first : first + 40]!r}",
+        f"  right: {right[first : first + 40]!r}",
     ]
 
 
