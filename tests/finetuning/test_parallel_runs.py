@@ -39,6 +39,7 @@ def _runs(tmp_path, name, seeds=(0, 1), **changes):
     ]
 
 
+@pytest.mark.slow  # four fine-tuning processes (CI runs it)
 def test_side_by_side_runs_equal_runs_one_after_another(tmp_path, capsys):
     finished = []
     together = finetune_runs(

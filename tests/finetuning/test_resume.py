@@ -186,6 +186,7 @@ def reference(config_path, tmp_path_factory):
     return output_dir
 
 
+@pytest.mark.slow  # processes killed and rerun (CI runs it)
 def test_sigkill_then_rerun_ends_like_an_uninterrupted_run(config_path, reference, tmp_path):
     output_dir = tmp_path / "run"
     argv = command(config_path, output_dir, "--checkpoint-every-steps", "4")
@@ -203,6 +204,7 @@ def test_sigkill_then_rerun_ends_like_an_uninterrupted_run(config_path, referenc
     assert_same_run(output_dir, reference)
 
 
+@pytest.mark.slow  # processes killed and rerun (CI runs it)
 def test_sigterm_saves_the_step_exits_143_and_the_rerun_loses_nothing(
     config_path, reference, tmp_path
 ):
@@ -235,6 +237,7 @@ def test_sigterm_saves_the_step_exits_143_and_the_rerun_loses_nothing(
     assert (output_dir / "metrics.json").read_text() == (reference / "metrics.json").read_text()
 
 
+@pytest.mark.slow  # processes killed and rerun (CI runs it)
 def test_on_a_terminal_the_interruption_starts_its_own_line_and_the_rerun_names_its_steps(
     config_path, tmp_path
 ):

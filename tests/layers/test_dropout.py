@@ -130,6 +130,7 @@ def test_mirrored_replicas_draw_their_own_reproducible_masks(tmp_path):
     assert_the_same_seed_draws_the_same_masks(results)
 
 
+@pytest.mark.slow  # two worker processes (CI runs it)
 def test_workers_draw_by_global_replica_id_as_mirrored_replicas_do(tmp_path):
     """Worker i's replica is replica i of the whole strategy: the masks of 2 workers are
     those of 2 mirrored replicas (a function of the seed, the call and the replica id), and

@@ -13,9 +13,14 @@ from pathlib import Path
 
 import keras
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from tests.pretraining.test_driver import back_to, write_config, write_records
+
+# Pretraining processes killed and rerun, and on two logical CPUs: the README's test
+# command skips them, CI runs them (--run-slow).
+pytestmark = pytest.mark.slow
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TOOL = REPO_ROOT / "tools" / "pretrain.py"

@@ -34,6 +34,11 @@ TIMEOUT_S = 600
 TRAIN_STEPS = 16
 
 
+# Worker processes trained, killed and rerun: the README's test command skips them, CI
+# runs them (--run-slow).
+pytestmark = pytest.mark.slow
+
+
 def start_workers(commands, tmp_path, attempt, output=subprocess.PIPE):
     """One process per command, worker i with TF_CONFIG index i and its own TMPDIR (where a
     worker that is not the chief writes its checkpoints)."""
