@@ -5,7 +5,7 @@ so the two cannot drift apart:
 
     partner_documents   a file's documents, each with its NSP partner from the same file
     document_records    a document (and partner) → its stats and `KeyedRecord`s
-    shard_of            the shard of a record, from its sort key
+    shard_of            the shard of a record, from its sort key (`shard_paths`: its file)
 
 Everything random is seeded by `(seed, document key)` (`documents.Document.key`: the file's
 path relative to its input and the document's ordinal there): a document's examples do not
@@ -58,6 +58,11 @@ def sort_key(seed: int, document_key: str, ordinal: int) -> int:
 
 def shard_of(key: int, num_shards: int) -> int:
     return key % num_shards
+
+
+def shard_paths(output_prefix: str, num_shards: int) -> list[str]:
+    """`{prefix}-00000-of-00004.tfrecord` ..."""
+    return [f"{output_prefix}-{i:05d}-of-{num_shards:05d}.tfrecord" for i in range(num_shards)]
 
 
 def partner_documents(

@@ -33,6 +33,7 @@ from keras_albert.pretraining.data.examples import (
     document_records,
     partner_documents,
     shard_of,
+    shard_paths,
 )
 from keras_albert.pretraining.data.records import PretrainingExample
 from keras_albert.pretraining.data.summary import DocumentStats, PretrainingDataSummary
@@ -148,11 +149,6 @@ def ordered_bounded_map(
             yield pending.popleft().get()
     while pending:
         yield pending.popleft().get()
-
-
-def shard_paths(output_prefix: str, num_shards: int) -> list[str]:
-    """`{prefix}-00000-of-00004.tfrecord` ..."""
-    return [f"{output_prefix}-{i:05d}-of-{num_shards:05d}.tfrecord" for i in range(num_shards)]
 
 
 def create_pretraining_data(
