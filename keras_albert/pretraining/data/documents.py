@@ -6,11 +6,12 @@ binary files, invalid UTF-8 lines, over-long lines, directories without files) a
 counted, never fatal.
 
 A directory is walked for text files only (`is_text_file_name`): names ending in `.txt`, `.text`
-or `.raw` (WikiText) and names without an extension (WikiExtractor's `wiki_00`), but not hidden
-files (or files in hidden directories) nor the notices that sit beside a corpus (`README`,
-`NOTICE`, `LICENSE`, `COPYING`, `AUTHORS`, `CHANGELOG`, whatever their extension). Every other
-file of a directory is skipped and listed in the summary. A file named by path or glob is
-always read: the caller chose it. Files ending in `.gz` or `.bz2` are decompressed.
+or `.raw` (WikiText) and names without an extension (WikiExtractor's `wiki_00`), compressed or
+not (`.gz`, `.bz2`), but not hidden files (or files in hidden directories) nor the notices that
+sit beside a corpus (`README`, `NOTICE`, `LICENSE`, `COPYING`, `AUTHORS`, `CHANGELOG`, whatever
+their extension). Every other file of a directory is skipped and listed in the summary. A file
+named by path or glob is always read: the caller chose it. Files ending in `.gz` or `.bz2` are
+decompressed.
 
 Every file has a key, its path relative to the input that named it (a directory or a glob's
 fixed prefix; a file's own name when named by path), and every document the key of its file
@@ -42,6 +43,7 @@ from keras_albert.pretraining.data.vocabulary import TokenizerLike
 
 _BINARY_PROBE_BYTES = 8192
 TEXT_SUFFIXES = (".txt", ".text", ".raw")
+COMPRESSED_SUFFIXES = (".gz", ".bz2")
 # Names (any case, any extension) of the files that describe a corpus rather than hold it.
 NOTICE_NAMES = ("readme", "notice", "license", "licence", "copying", "authors", "changelog")
 
@@ -128,8 +130,11 @@ class ReadCounts:
 
 
 def is_text_file_name(name: str) -> bool:
-    """Whether a directory's file `name` is read as text (the rule of the module docstring)."""
+    """Whether a directory's file `name` is read as text (the rule of the module docstring;
+    `.gz` or `.bz2` after the name does not change it)."""
     stem, suffix = os.path.splitext(name)
+    if suffix in COMPRESSED_SUFFIXES:
+        stem, suffix = os.path.splitext(stem)
     if name.startswith(".") or stem.split(".")[0].lower() in NOTICE_NAMES:
         return False
     return suffix == "" or suffix.lower() in TEXT_SUFFIXES
@@ -197,9 +202,9 @@ def expand_inputs(inputs: Sequence[str], skipped: collections.Counter | None = N
 def open_decompressed(path: str, files: FileSystemLike = LOCAL_FILES) -> BinaryIO:
     """`path` opened for reading, through gzip or bz2 when its name ends in `.gz` or `.bz2`."""
     handle = files.open(path)
-    if path.endswith(".gz"):
+    if path.endswith(COMPRESSED_SUFFIXES[0]):
         return gzip.GzipFile(fileobj=handle, mode="rb")
-    if path.endswith(".bz2"):
+    if path.endswith(COMPRESSED_SUFFIXES[1]):
         return bz2.BZ2File(handle, mode="rb")
     return handle
 
