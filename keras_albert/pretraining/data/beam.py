@@ -94,11 +94,6 @@ class _BeamFiles:
             return LOCAL_FILES.open(path)
         return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
 
-    def size(self, path: str) -> int:
-        if not self._remote(path):
-            return LOCAL_FILES.size(path)
-        return FileSystems.match([path])[0].metadata_list[0].size_in_bytes
-
 
 class _FileRecords(beam.DoFn):
     """One input file → `(shard, (sort_key, record))` and, tagged, the file's summary."""

@@ -87,8 +87,6 @@ class FileSystemLike(Protocol):
 
     def open(self, path: str) -> BinaryIO: ...
 
-    def size(self, path: str) -> int: ...
-
 
 class LocalFiles:
     """The local file system."""
@@ -111,9 +109,6 @@ class LocalFiles:
 
     def open(self, path: str) -> BinaryIO:
         return open(path, "rb")
-
-    def size(self, path: str) -> int:
-        return os.path.getsize(path)
 
 
 LOCAL_FILES = LocalFiles()
