@@ -6,13 +6,18 @@ from collections.abc import Callable
 
 
 def interleaved_rates(
-    runners: dict[str, Callable[[], object]], batch_size: int, rounds: int, steps_per_round: int
+    runners: dict[str, Callable[[], object]],
+    batch_size: int,
+    rounds: int,
+    steps_per_round: int,
+    warmup_calls: int = 2,
 ) -> dict[str, list[float]]:
     """Sequences/s of each runner per round; runners alternate within every round so that a
-    change in the machine's load hits all of them alike. Two warm-up calls each first."""
+    change in the machine's load hits all of them alike. `warmup_calls` calls each first
+    (0 where a call is a whole run that starts cold anyway)."""
     for run in runners.values():  # tracing, XLA compilation, allocator
-        run()
-        run()
+        for _ in range(warmup_calls):
+            run()
     rates = {name: [] for name in runners}
     for _ in range(rounds):
         for name, run in runners.items():

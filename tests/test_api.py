@@ -111,6 +111,7 @@ def test_the_pretraining_data_loads_neither_the_driver_nor_the_loop():
         "print(sorted(m for m in sys.modules if m.startswith(prefixes)))\n"
         "from keras_albert.pretraining import PretrainingOptions, pretrain\n"
         "print(pretrain.__module__, PretrainingOptions.__module__)\n"
+        "print('apache_beam' in sys.modules)\n"
     )
     lines = fresh_python(code)
     loaded = ast.literal_eval(lines[0])
@@ -127,3 +128,5 @@ def test_the_pretraining_data_loads_neither_the_driver_nor_the_loop():
     }
     assert outside_data <= {"pretraining", "training", *registered}
     assert lines[1] == "keras_albert.pretraining.driver keras_albert.pretraining.options"
+    # Apache Beam is the Beam engine's alone (`--engine beam`), an optional extra.
+    assert lines[2] == "False"

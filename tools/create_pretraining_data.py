@@ -7,6 +7,16 @@
 Writes `{output_dir}/{file_prefix}-0000i-of-0000N.tfrecord` and prints the summary (counts, mask
 rate, n-gram shares, label balance, skipped inputs); when no example was made (missing, empty
 or binary inputs only) it writes no shard and exits 1.
+
+`--engine beam` runs the same work as an Apache Beam pipeline (`pip install keras-albert[beam]`);
+Beam's own options follow `--`, untouched; the files are the local engine's, byte for byte:
+
+    python tools/create_pretraining_data.py --engine beam --inputs gs://b/corpus \
+        --output-dir gs://b/data --vocabulary 30k-clean.model --num-shards 256 \
+        -- --runner DataflowRunner --project p --region r --temp_location gs://b/tmp \
+           --setup_file ./setup.py
+
+(docs/guides/pretraining_data_at_scale.md: runners, sizing, shipping the package.)
 Defaults are the original create_pretraining_data.py's (SOP, 512 tokens, 20 predictions,
 3-grams, dupe_factor 40); `--help` lists every option of `PretrainingDataConfig`
 (keras_albert.pretraining.data.config) and of this tool.
@@ -64,10 +74,13 @@ class DataToolOptions:
         lowercase: lowercase the text (uncased models).
         strip_accents: drop combining marks (the original's normalization); --no-strip-accents
             keeps them (a model trained on accented text: Vietnamese, Hindi, ...).
-        num_workers: processes making examples (the output does not depend on it).
-        num_shards: output files; examples are dealt round-robin.
+        num_workers: processes making examples (the output does not depend on it); local
+            engine only (Beam's workers are its options after `--`).
+        num_shards: output files; an example's shard and place come from a hash of its key.
         start_method: how worker processes start (fork where available: they inherit the
-            tokenizer).
+            tokenizer); local engine only.
+        engine: "local" (this machine's processes) or "beam" (an Apache Beam pipeline; its
+            options follow `--`); the same output.
     """
 
     inputs: tuple[str, ...] = dataclasses.field(metadata={"parse": str, "nargs": "+"})
@@ -79,6 +92,7 @@ class DataToolOptions:
     num_workers: int = os.cpu_count() or 1
     num_shards: int = 1
     start_method: Literal["spawn", "fork", "forkserver"] = _DEFAULT_START_METHOD
+    engine: Literal["local", "beam"] = "local"
 
 
 TOOL_ALIASES = {
@@ -114,28 +128,62 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # Beam's pipeline options follow `--`, passed on untouched.
+    split = argv.index("--") if "--" in argv else len(argv)
+    argv, pipeline_args = argv[:split], argv[split + 1 :]
     args = build_parser().parse_args(argv)
     options = options_from_args(args, DataToolOptions)
     config = options_from_args(args, PretrainingDataConfig)
+    if pipeline_args and options.engine != "beam":
+        raise ToolError(
+            "options after `--` are Beam's and need --engine beam. Received: "
+            f"{' '.join(pipeline_args)}",
+            2,
+        )
 
-    from keras_albert.text.tokenizer import AlbertTokenizer
+    from keras_albert.text.tokenizer import AlbertTokenizer, read_vocabulary_file
 
-    summary = create_pretraining_data(
-        options.inputs,
-        os.path.join(options.output_dir, options.file_prefix),
-        # A factory: each worker process builds its own (TensorFlow resources do not pickle).
-        functools.partial(
-            AlbertTokenizer,
-            proto=options.vocabulary,
-            lowercase=options.lowercase,
-            strip_accents=options.strip_accents,
-        ),
-        config,
-        num_workers=options.num_workers,
-        num_shards=options.num_shards,
-        start_method=options.start_method,
-        progress=sys.stderr.isatty(),  # a bar on a terminal only, not in logs
-    )
+    output_prefix = os.path.join(options.output_dir, options.file_prefix)
+    if options.engine == "beam":
+        try:
+            from keras_albert.pretraining.data.beam import create_pretraining_data_beam
+        except ModuleNotFoundError as error:
+            raise ToolError(
+                f"--engine beam needs Apache Beam ({error}): pip install 'keras-albert[beam]'"
+            ) from None
+
+        summary = create_pretraining_data_beam(
+            options.inputs,
+            output_prefix,
+            # The model's bytes travel with the pipeline: workers need no access to the file.
+            functools.partial(
+                AlbertTokenizer,
+                proto=read_vocabulary_file(options.vocabulary),
+                lowercase=options.lowercase,
+                strip_accents=options.strip_accents,
+            ),
+            config,
+            num_shards=options.num_shards,
+            pipeline_args=pipeline_args,
+        )
+    else:
+        summary = create_pretraining_data(
+            options.inputs,
+            output_prefix,
+            # A factory: each worker process builds its own (TensorFlow resources do not pickle).
+            functools.partial(
+                AlbertTokenizer,
+                proto=options.vocabulary,
+                lowercase=options.lowercase,
+                strip_accents=options.strip_accents,
+            ),
+            config,
+            num_workers=options.num_workers,
+            num_shards=options.num_shards,
+            start_method=options.start_method,
+            progress=sys.stderr.isatty(),  # a bar on a terminal only, not in logs
+        )
     print(summary)
     if not summary.num_examples:
         raise ToolError(

@@ -67,7 +67,9 @@ from keras_albert.text.wordpiece import (
 _WORD_START_PUNCTUATION = frozenset('!"#$%&"()*+,-./:;?@[\\]^_`{|}~')
 
 
-def _load_model(proto: str | os.PathLike | bytes) -> bytes:
+def read_vocabulary_file(proto: str | os.PathLike | bytes) -> bytes:
+    """The bytes of a SentencePiece model or WordPiece vocabulary file (anything `tf.io.gfile`
+    reads), or `proto` itself when it is bytes: what to ship to workers instead of a path."""
     if isinstance(proto, bytes):
         return proto
     if not isinstance(proto, (str, os.PathLike)):
@@ -188,7 +190,7 @@ class AlbertTokenizer(tf.Module):
                 f"`wordpiece` must be a bool or None. Received: wordpiece={wordpiece!r}"
             )
 
-        model = _load_model(proto)
+        model = read_vocabulary_file(proto)
         self._model_bytes = model
         self.wordpiece = is_vocabulary(model) if wordpiece is None else wordpiece
         if self.wordpiece:

@@ -9,7 +9,11 @@ Modules, in the order the data flows (imports point down this list):
     masking.py     n-gram whole-word masking, as examples are written
     pairs.py       a document's sentences → SOP/NSP pairs → masked examples
     summary.py     what a run read, made and skipped
-    writer.py      the worker pool and the sharded writer: `create_pretraining_data`
+    examples.py    one document → its keyed records: the unit of work of both engines
+    writer.py      the local engine, a worker pool and the sharded writer:
+                   `create_pretraining_data`
+    beam.py        the Beam engine, for a corpus beyond one machine:
+                   `create_pretraining_data_beam` (imports apache_beam; not imported here)
     dataset.py     the `tf.data` reader for `model.fit` and in-graph dynamic masking
 
 `dataset` imports TensorFlow; the rest import it only when writing or reading records.
@@ -17,6 +21,7 @@ Modules, in the order the data flows (imports point down this list):
 
 from keras_albert.pretraining.data.config import PretrainingDataConfig
 from keras_albert.pretraining.data.documents import Document, expand_inputs, iter_documents
+from keras_albert.pretraining.data.examples import shard_paths
 from keras_albert.pretraining.data.records import (
     PretrainingExample,
     RecordLayout,
@@ -27,7 +32,7 @@ from keras_albert.pretraining.data.records import (
 )
 from keras_albert.pretraining.data.summary import PretrainingDataSummary
 from keras_albert.pretraining.data.vocabulary import TokenizerLike
-from keras_albert.pretraining.data.writer import create_pretraining_data, shard_paths
+from keras_albert.pretraining.data.writer import create_pretraining_data
 
 __all__ = [
     "Document",

@@ -52,7 +52,8 @@ class PretrainingDataConfig:
         language: language code for the sentence splitter.
         max_line_bytes: a longer line is skipped and counted (it is not prose).
         nsp_partner_window: NSP draws the random document among this many previous documents.
-        write_shuffle_buffer: examples held in memory by the writer's shuffle (1 = no shuffle).
+        write_shuffle_buffer: records the local writer holds in memory; beyond, it sorts them
+            into shards through runs on disk (the output does not depend on it).
     """
 
     sequence_length: int = 512

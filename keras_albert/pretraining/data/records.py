@@ -327,6 +327,19 @@ _HEADER = struct.Struct("<Q")
 _HEADER_SIZE, _FOOTER_SIZE = 12, 4
 
 
+def frame_record(data: bytes) -> bytes:
+    """`data` as one TFRecord (what `tf.io.TFRecordWriter` writes), without TensorFlow: for
+    writers that are not TensorFlow's (the Beam pipeline). Needs `google-crc32c`."""
+    import google_crc32c
+
+    def masked_crc(value: bytes) -> bytes:
+        crc = google_crc32c.value(value)
+        return struct.pack("<I", (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF)
+
+    length = _HEADER.pack(len(data))
+    return length + masked_crc(length) + data + masked_crc(data)
+
+
 def check_framing(path: str) -> int:
     """The number of records in the local TFRecord file `path`, from its record headers alone.
 

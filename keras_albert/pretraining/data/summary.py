@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import json
 
 from keras_albert.pretraining.data.documents import ReadCounts
 from keras_albert.pretraining.data.records import PretrainingExample
@@ -61,6 +62,29 @@ class PretrainingDataSummary(ExampleCounts, ReadCounts):
     def sentence_order_balance(self) -> float:
         """Fraction of examples with label 1."""
         return self.num_swapped / max(1, self.num_examples)
+
+    def merge(self, other: PretrainingDataSummary) -> None:
+        """Adds `other`'s counts (a part of the corpus: a file, a worker's share)."""
+        self.add_counts(other)
+        self.num_files += other.num_files
+        self.num_heading_lines += other.num_heading_lines
+        self.num_documents += other.num_documents
+        self.skipped.update(other.skipped)
+
+    def to_json(self) -> str:
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        fields["span_length_counts"] = sorted(self.span_length_counts.items())
+        fields["skipped"] = [[path, reason, n] for (path, reason), n in self.skipped.items()]
+        return json.dumps(fields)
+
+    @classmethod
+    def from_json(cls, text: str) -> PretrainingDataSummary:
+        fields = json.loads(text)
+        fields["span_length_counts"] = collections.Counter(dict(fields["span_length_counts"]))
+        fields["skipped"] = collections.Counter(
+            {(path, reason): n for path, reason, n in fields["skipped"]}
+        )
+        return cls(**fields)
 
     def merge_document(self, stats: DocumentStats) -> None:
         self.num_documents += 1

@@ -1,41 +1,41 @@
-"""The worker pool and the sharded writer: text files → pretraining TFRecords, with a summary.
+"""The local engine: a worker pool and the sharded writer, text files → pretraining TFRecords.
 
-One document at a time (memory holds one document per worker plus a bounded write-shuffle
-buffer, never the corpus): the main process reads documents (`documents.iter_documents`),
-worker processes split and tokenize their sentences, make the examples (`pairs`, `masking`)
-and encode them (`records`); the main process writes them, in document order through a seeded
-shuffle buffer, round-robin to `num_shards` TFRecord files in the original feature layout.
+One document at a time (memory holds one document per worker plus `write_shuffle_buffer`
+records, never the corpus): the main process reads documents (`documents.iter_documents`),
+worker processes make each one's keyed records (`examples.document_records`: sentences,
+pairs, masks, encoding); the main process sorts them into `num_shards` TFRecord files in the
+original feature layout by the records' sort keys (`examples`: a seeded full shuffle), in
+memory up to `write_shuffle_buffer` records and through sorted runs on disk beyond.
 
-Determinism: every document gets its own `random.Random` seeded from `(seed, document_index)`;
-the writer's shuffle has its own seeded generator and sees examples in document order whatever
-the number of workers. The same input and seed give byte-identical files with 1 or N workers
-(the original is not: its n-gram draw uses numpy's unseeded global RNG). Examples are shuffled
-through a bounded buffer instead of all in memory, unlike the original.
+Determinism: every document's examples are seeded from `(seed, document key)` and every
+record's shard and place from its sort key, so the same input and seed give byte-identical
+files with 1 or N workers, and the same files as the Beam pipeline (`beam.py`). The original
+is not deterministic (its n-gram draw uses numpy's unseeded global RNG) and shuffles in memory.
 """
 
 from __future__ import annotations
 
 import collections
-import itertools
+import heapq
 import multiprocessing
 import multiprocessing.pool
 import os
 import pickle
-import random
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Literal
 
 from keras_albert import directories, validation
 from keras_albert.pretraining.data.config import PretrainingDataConfig
-from keras_albert.pretraining.data.documents import (
-    Document,
-    document_sentences,
-    expand_inputs,
-    iter_documents,
+from keras_albert.pretraining.data.documents import Document, expand_input_files, iter_documents
+from keras_albert.pretraining.data.examples import (
+    KeyedRecord,
+    document_records,
+    partner_documents,
+    shard_of,
+    shard_paths,
 )
-from keras_albert.pretraining.data.pairs import create_examples_from_document
-from keras_albert.pretraining.data.records import PretrainingExample, encode_example
+from keras_albert.pretraining.data.records import PretrainingExample
 from keras_albert.pretraining.data.summary import DocumentStats, PretrainingDataSummary
 from keras_albert.pretraining.data.vocabulary import TokenizerLike, TokenTables
 
@@ -64,54 +64,74 @@ def _init_worker(
 
 def _process_document(
     task: tuple[Document, Document | None],
-) -> tuple[DocumentStats, list[tuple[bytes, PretrainingExample | None]], int]:
-    """Stats, serialized records (with their examples if asked for) and bytes consumed."""
+) -> tuple[DocumentStats, list[KeyedRecord], int]:
+    """Stats, keyed records (with their examples if asked for) and bytes consumed."""
     document, partner = task
-    config, tokenizer, tables = _worker_config, _worker_tokenizer, _worker_tables
-    stats = DocumentStats(source=document.source)
-    sentences = document_sentences(document, tokenizer, config.language)
-    stats.num_sentences = len(sentences)
-    partner_sentences = document_sentences(partner, tokenizer, config.language) if partner else None
-    if not sentences:
-        stats.skipped["document without tokens"] += 1
-        return stats, [], document.num_bytes
-    # String seeds are hashed with SHA-512 by `random`: stable across runs and platforms.
-    rng = random.Random(f"{config.seed}/{document.index}")
-    records = []
-    for _ in range(config.dupe_factor):
-        for example in create_examples_from_document(
-            sentences, rng, tables, config, partner_sentences, stats.skipped
-        ):
-            record = encode_example(
-                example, config.sequence_length, config.max_predictions_per_sequence
-            )
-            records.append((record, example if _worker_keeps_examples else None))
-            stats.add_example(example, tables.special)
+    stats, records = document_records(
+        document, partner, _worker_tokenizer, _worker_tables, _worker_config,
+        _worker_keeps_examples,
+    )  # fmt: skip
     return stats, records, document.num_bytes
 
 
-def _tasks(
-    documents: Iterator[Document], config: PretrainingDataConfig
-) -> Iterator[tuple[Document, Document | None]]:
-    """Pairs each document with its NSP partner: a seeded pick among the previous
-    `nsp_partner_window` documents (the next one for the first)."""
-    if config.task != "nsp":
-        for document in documents:
-            yield document, None
-        return
-    history: collections.deque[Document] = collections.deque(maxlen=config.nsp_partner_window)
-    first = next(documents, None)
-    if first is None:
-        return
-    second = next(documents, None)
-    yield first, second
-    if second is None:
-        return
-    history.append(first)
-    for document in itertools.chain([second], documents):
-        rng = random.Random(f"{config.seed}/partner/{document.index}")
-        yield document, history[rng.randrange(len(history))]
-        history.append(document)
+class _ShardSorter:
+    """Records in shard order, then by `(sort_key, record)`, in bounded memory: up to
+    `buffer_size` in memory, then sorted runs in files beside the output, merged at the end."""
+
+    _MAX_RUNS = 64  # files open while merging; more runs are first merged into one
+
+    def __init__(self, run_prefix: str, num_shards: int, buffer_size: int):
+        self.run_prefix, self.num_shards, self.buffer_size = run_prefix, num_shards, buffer_size
+        self.buffer: list[tuple] = []  # (shard, sort_key, record, example)
+        self.runs: list[str] = []
+        self.num_run_files = 0
+
+    def add(self, item: KeyedRecord) -> None:
+        shard = shard_of(item.sort_key, self.num_shards)
+        self.buffer.append((shard, item.sort_key, item.record, item.example))
+        if len(self.buffer) < self.buffer_size:
+            return
+        self.buffer.sort(key=_order)
+        self.runs.append(self._write_run(self.buffer))
+        self.buffer = []
+        if len(self.runs) >= self._MAX_RUNS:
+            merged = self._write_run(heapq.merge(*map(_read_run, self.runs), key=_order))
+            self.remove_runs()
+            self.runs = [merged]
+
+    def __iter__(self) -> Iterator[tuple[int, bytes, PretrainingExample | None]]:
+        """`(shard, record, example)` in written order."""
+        self.buffer.sort(key=_order)
+        runs = [_read_run(path) for path in self.runs]
+        for shard, _, record, example in heapq.merge(*runs, self.buffer, key=_order):
+            yield shard, record, example
+
+    def _write_run(self, items: Iterable[tuple]) -> str:
+        path = f"{self.run_prefix}.run{self.num_run_files:05d}.incomplete"
+        self.num_run_files += 1
+        with open(path, "wb") as handle:
+            for item in items:
+                pickle.dump(item, handle, protocol=pickle.HIGHEST_PROTOCOL)
+        return path
+
+    def remove_runs(self) -> None:
+        for path in self.runs:
+            if os.path.exists(path):
+                os.remove(path)
+        self.runs = []
+
+
+def _order(item: tuple) -> tuple:
+    return item[:3]  # (shard, sort_key, record): a total order, ties of the hash included
+
+
+def _read_run(path: str) -> Iterator[tuple]:
+    with open(path, "rb") as handle:
+        while True:
+            try:
+                yield pickle.load(handle)
+            except EOFError:
+                return
 
 
 def ordered_bounded_map(
@@ -129,11 +149,6 @@ def ordered_bounded_map(
             yield pending.popleft().get()
     while pending:
         yield pending.popleft().get()
-
-
-def shard_paths(output_prefix: str, num_shards: int) -> list[str]:
-    """`{prefix}-00000-of-00004.tfrecord` ..."""
-    return [f"{output_prefix}-{i:05d}-of-{num_shards:05d}.tfrecord" for i in range(num_shards)]
 
 
 def create_pretraining_data(
@@ -160,7 +175,7 @@ def create_pretraining_data(
             `functools.partial(AlbertTokenizer, proto=path, lowercase=True)`).
         config: how examples are made.
         num_workers: processes making examples (output does not depend on it).
-        num_shards: output files; examples are dealt round-robin after the shuffle buffer.
+        num_shards: output files; a record's shard and place come from its sort key.
         progress: show a tqdm bar over input bytes.
         on_example: called with every example in written order (tests, statistics).
         start_method: how workers start. "spawn" (safe anywhere): each imports what the
@@ -191,21 +206,11 @@ def create_pretraining_data(
 
     started = time.perf_counter()
     summary = PretrainingDataSummary()
-    files = expand_inputs(inputs, summary.skipped)
-    total_bytes = sum(os.path.getsize(f) for f in files)
-    tasks = _tasks(iter_documents(files, config, summary), config)
+    files = expand_input_files(inputs, summary.skipped)
+    total_bytes = sum(os.path.getsize(f.path) for f in files)
+    tasks = partner_documents(iter_documents(files, config, summary), config)
 
-    shuffle_rng = random.Random(f"{config.seed}/write")
-    buffer: list[tuple[bytes, PretrainingExample | None]] = []
     num_written = 0
-
-    def write(record: bytes, example: PretrainingExample | None) -> None:
-        nonlocal num_written
-        writers[num_written % num_shards].write(record)
-        num_written += 1
-        if on_example is not None:
-            on_example(example)
-
     # A forked worker inherits the built tokenizer (Pool arguments are not pickled then).
     source = tokenizer if start_method == "fork" else factory or tokenizer
     if num_workers > 1 and start_method != "fork":
@@ -229,6 +234,7 @@ def create_pretraining_data(
         bar = tqdm(total=total_bytes, unit="B", unit_scale=True, disable=None if progress else True)
         pool = None
         finished = False
+        sorter = _ShardSorter(output_prefix, num_shards, config.write_shuffle_buffer)
         try:
             if num_workers == 1:
                 _init_worker(tokenizer, config, on_example is not None)
@@ -241,22 +247,20 @@ def create_pretraining_data(
             for stats, records, num_bytes in results:
                 summary.merge_document(stats)
                 for item in records:
-                    if len(buffer) < config.write_shuffle_buffer:
-                        buffer.append(item)
-                        continue
-                    slot = shuffle_rng.randrange(len(buffer))
-                    write(*buffer[slot])
-                    buffer[slot] = item
+                    sorter.add(item)
                 bar.update(num_bytes)
-                bar.set_postfix(examples=num_written + len(buffer), refresh=False)
-            shuffle_rng.shuffle(buffer)
-            for item in buffer:
-                write(*item)
+                bar.set_postfix(examples=summary.num_examples, refresh=False)
+            for shard, record, example in sorter:
+                writers[shard].write(record)
+                num_written += 1
+                if on_example is not None:
+                    on_example(example)
             finished = num_written > 0
         finally:
             bar.close()
             if pool is not None:
                 pool.terminate()
+            sorter.remove_runs()
             for writer in writers:
                 writer.close()
             for partial, path in zip(partial_paths, paths, strict=True):

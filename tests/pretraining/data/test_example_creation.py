@@ -1,6 +1,7 @@
 """Example creation: statistics on the real Austen novels, determinism, bad inputs, splitting."""
 
 import collections
+import dataclasses
 import functools
 import hashlib
 import multiprocessing
@@ -18,13 +19,14 @@ from keras_albert.pretraining.data import (
     expand_inputs,
     iter_documents,
 )
-from keras_albert.pretraining.data.documents import document_sentences
+from keras_albert.pretraining.data.documents import document_sentences, expand_input_files
+from keras_albert.pretraining.data.examples import KeyedRecord
 from keras_albert.pretraining.data.masking import mask_tokens
 from keras_albert.pretraining.data.pairs import create_examples_from_document
 from keras_albert.pretraining.data.records import ORIGINAL_FEATURE_NAMES, serialize_features
 from keras_albert.pretraining.data.summary import ExampleCounts
 from keras_albert.pretraining.data.vocabulary import TokenTables
-from keras_albert.pretraining.data.writer import ordered_bounded_map
+from keras_albert.pretraining.data.writer import _ShardSorter, ordered_bounded_map
 from keras_albert.text.tokenizer import AlbertTokenizer
 from tests.pretraining.data._helpers import AUSTEN, as_text, segments, word_ranges
 from tests.text._paths import ALBERT_SPM, DATA_DIR
@@ -571,3 +573,47 @@ def test_a_failed_run_leaves_no_shard_behind(tokenizer, tmp_path):
     assert sorted(os.listdir(tmp_path / "out")) == [
         os.path.basename(p) for p in summary.output_files
     ]
+
+
+def test_documents_are_keyed_by_their_place_in_the_corpus_not_its_location(tokenizer, tmp_path):
+    """Keys are paths relative to the input (plus the ordinal): a corpus moved elsewhere, or
+    read through a small write buffer (sorted runs on disk), gives the same bytes."""
+    text = open(os.path.join(AUSTEN, "persuasion.txt")).read()[:15_000]
+    for place in ("a", "b/c"):
+        (tmp_path / place / "books").mkdir(parents=True)
+        write(tmp_path / place / "books" / "p.txt", text)
+    config = PretrainingDataConfig(sequence_length=64, dupe_factor=1)
+    runs = [
+        create_pretraining_data(
+            [str(tmp_path / place / "books")],
+            str(tmp_path / f"out{i}" / "x"),
+            tokenizer,
+            dataclasses.replace(config, write_shuffle_buffer=buffer),
+            num_shards=2,
+            progress=False,
+        )  # fmt: skip
+        for i, (place, buffer) in enumerate((("a", 10_000), ("b/c", 10_000), ("a", 7)))
+    ]
+    assert runs[0].num_examples > 30
+    assert sha256(runs[0].output_files) == sha256(runs[1].output_files)
+    assert sha256(runs[0].output_files) == sha256(runs[2].output_files)
+    # The runs on disk are gone.
+    assert sorted(os.listdir(tmp_path / "out2")) == [
+        os.path.basename(p) for p in runs[2].output_files
+    ]
+    documents = list(iter_documents(expand_input_files([str(tmp_path / "a")]), config))
+    assert [d.key for d in documents[:2]] == ["books/p.txt:0", "books/p.txt:1"]
+
+
+def test_the_shard_sorter_spills_and_merges_its_runs_in_order(tmp_path):
+    rng = random.Random(0)
+    items = [KeyedRecord(rng.randrange(1000), bytes([rng.randrange(256)])) for _ in range(300)]
+    # 2 records a run: 150 runs, merged into one whenever 64 are on disk.
+    sorter = _ShardSorter(str(tmp_path / "x"), 3, 2)
+    for item in items:
+        sorter.add(item)
+    assert len(sorter.runs) < 64
+    expected = sorted((item.sort_key % 3, item.sort_key, item.record) for item in items)
+    assert [(shard, record) for shard, record, _ in sorter] == [(s, r) for s, _, r in expected]
+    sorter.remove_runs()
+    assert os.listdir(tmp_path) == []

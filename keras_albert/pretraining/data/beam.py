@@ -1,0 +1,263 @@
+"""The Beam engine: the local tool's pretraining data on Apache Beam, for a corpus beyond one
+machine (Dataflow, Flink, Spark, or the DirectRunner's processes).
+
+    files (expanded here, the local rules)  → Reshuffle
+      → per file: documents → NSP partners → keyed records   (examples.py, as the local engine)
+      → (shard, record) → GroupByKey → sort a shard by (sort_key, record) → TFRecord file
+      → per-file summaries → CombineGlobally → {output_prefix}.summary.json
+
+The work is the local engine's, function for function: `documents.iter_documents` through
+Beam's FileSystems (so `gs://`, `s3://`, `hdfs://` inputs), `examples.partner_documents` and
+`examples.document_records`. Every record is a function of (seed, document key) and lands in
+the shard and place its sort key gives, so a runner, a number of workers or a retried bundle
+cannot change the output: the files are byte for byte the local tool's.
+
+A file is the unit of work (its documents are numbered in order): a corpus in one huge file
+runs on one worker; split it first (WikiExtractor's `wiki_00` files are fine). A shard is
+sorted in one worker's memory: choose `num_shards` so that a shard is a few hundred MB.
+
+The tokenizer travels inside the DoFn: pass a picklable factory holding the model's bytes
+(`functools.partial(AlbertTokenizer, proto=model_bytes, ...)`), so workers need no access to
+the model file. This module imports apache_beam; nothing else in the library does.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import time
+from collections.abc import Callable, Sequence
+from typing import BinaryIO
+
+import apache_beam as beam
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from keras_albert import validation
+from keras_albert.pretraining.data.config import PretrainingDataConfig
+from keras_albert.pretraining.data.documents import (
+    LOCAL_FILES,
+    InputFile,
+    expand_input_files,
+    iter_documents,
+)
+from keras_albert.pretraining.data.examples import (
+    document_records,
+    partner_documents,
+    shard_of,
+    shard_paths,
+)
+from keras_albert.pretraining.data.records import frame_record
+from keras_albert.pretraining.data.summary import PretrainingDataSummary
+from keras_albert.pretraining.data.vocabulary import TokenizerLike, TokenTables
+
+_SUMMARY = "summary"
+# The original tool's settings (frozen: one shared instance is safe as a default).
+_DEFAULT_CONFIG = PretrainingDataConfig()
+
+
+class _BeamFiles:
+    """Local paths as the local engine reads them; any other through Beam's FileSystems."""
+
+    @staticmethod
+    def _remote(path: str) -> bool:
+        return "://" in path
+
+    def is_dir(self, path: str) -> bool:
+        if not self._remote(path):
+            return LOCAL_FILES.is_dir(path)
+        return not FileSystems.exists(path) and bool(self.walk(path))
+
+    def is_file(self, path: str) -> bool:
+        if not self._remote(path):
+            return LOCAL_FILES.is_file(path)
+        return FileSystems.exists(path)
+
+    def walk(self, path: str) -> list[str]:
+        if not self._remote(path):
+            return LOCAL_FILES.walk(path)
+        root = path.rstrip("/") + "/"
+        paths = self.glob(root + "**")
+        # As os.walk's pruning in LocalFiles: nothing inside a hidden directory.
+        return [
+            p for p in paths if not any(d.startswith(".") for d in p[len(root) :].split("/")[:-1])
+        ]
+
+    def glob(self, pattern: str) -> list[str]:
+        if not self._remote(pattern):
+            return LOCAL_FILES.glob(pattern)
+        return [m.path for m in FileSystems.match([pattern])[0].metadata_list]
+
+    def open(self, path: str) -> BinaryIO:
+        if not self._remote(path):
+            return LOCAL_FILES.open(path)
+        return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+
+
+class _FileRecords(beam.DoFn):
+    """One input file → `(shard, (sort_key, record))` and, tagged, the file's summary."""
+
+    def __init__(
+        self,
+        tokenizer: Callable[[], TokenizerLike],
+        config: PretrainingDataConfig,
+        num_shards: int,
+    ):
+        self.tokenizer_factory, self.config, self.num_shards = tokenizer, config, num_shards
+
+    def setup(self):
+        self.tokenizer = self.tokenizer_factory()
+        self.tables = TokenTables(self.tokenizer)
+        self.files = _BeamFiles()
+
+    def process(self, file: tuple[str, str]):
+        part = PretrainingDataSummary()
+        documents = iter_documents([InputFile(*file)], self.config, part, self.files)
+        for document, partner in partner_documents(documents, self.config):
+            stats, records = document_records(
+                document, partner, self.tokenizer, self.tables, self.config
+            )
+            part.merge_document(stats)
+            for item in records:
+                yield shard_of(item.sort_key, self.num_shards), (item.sort_key, item.record)
+        yield beam.pvalue.TaggedOutput(_SUMMARY, part)
+
+
+class _WriteShard(beam.DoFn):
+    """A shard's records sorted by `(sort_key, record)` into its TFRecord file, written under
+    a temporary name and renamed (a retry writes the same bytes again)."""
+
+    def __init__(self, output_prefix: str, num_shards: int):
+        self.paths = shard_paths(output_prefix, num_shards)
+
+    def process(self, element):
+        shard, values = element
+        path = self.paths[shard]
+        partial = f"{path}.incomplete"
+        with FileSystems.create(partial, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+            for _, record in sorted(v for v in values if v is not None):
+                handle.write(frame_record(record))
+        FileSystems.rename([partial], [path])
+        yield path
+
+
+class _MergeSummaries(beam.CombineFn):
+    def create_accumulator(self):
+        return PretrainingDataSummary()
+
+    def add_input(self, summary, part):
+        summary.merge(part)
+        return summary
+
+    def merge_accumulators(self, summaries):
+        summaries = iter(summaries)
+        merged = next(summaries)
+        for summary in summaries:
+            merged.merge(summary)
+        return merged
+
+    def extract_output(self, summary):
+        return summary
+
+
+def _write_text(path: str, text: str) -> None:
+    with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+        handle.write(text.encode())
+
+
+def _read_text(path: str) -> str:
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+        return handle.read().decode()
+
+
+def create_pretraining_data_beam(
+    inputs: Sequence[str],
+    output_prefix: str,
+    tokenizer: Callable[[], TokenizerLike],
+    config: PretrainingDataConfig = _DEFAULT_CONFIG,
+    num_shards: int = 1,
+    pipeline_args: Sequence[str] = (),
+) -> PretrainingDataSummary:
+    """Builds and runs the Beam pipeline that writes the local tool's shards; waits for it.
+
+    Args:
+        inputs: files, directories (walked for text files: `documents.is_text_file_name`),
+            globs; local or any path Beam's FileSystems reads; `.gz`/`.bz2` decompressed.
+            Expanded here, before the pipeline starts.
+        output_prefix: shards are `{output_prefix}-{i:05d}-of-{num_shards:05d}.tfrecord`,
+            beside `{output_prefix}.summary.json` (the summary, for detached runs).
+        tokenizer: a picklable zero-argument factory of the tokenizer, called once per worker;
+            it travels inside the pipeline (hold the model's bytes, not its path, for
+            remote workers). It is called once here first, so a bad model fails before the
+            pipeline starts.
+        config: how examples are made (as the local tool; `write_shuffle_buffer` unused).
+        num_shards: output files; a record's shard and place come from its sort key.
+        pipeline_args: Beam's own flags, untouched (`--runner DataflowRunner --project ...`).
+
+    Returns:
+        The summary the pipeline computed (plus `seconds`); as the local tool's on the same
+        inputs. When no example was made no shard is kept: `output_files` is empty.
+
+    Raises:
+        ValueError: `inputs` name no file at all (nothing would run).
+    """
+    validation.require_positive_int("num_shards", num_shards)
+    if isinstance(tokenizer, TokenizerLike) or not callable(tokenizer):
+        raise TypeError(
+            "`tokenizer` must be a picklable zero-argument factory of a TokenizerLike (it "
+            "travels to the workers), e.g. functools.partial(AlbertTokenizer, "
+            f"proto=model_bytes). Received: tokenizer of type {type(tokenizer).__name__}"
+        )
+    tokenizer()
+    try:
+        pickle.dumps(tokenizer)
+    except Exception as error:
+        raise TypeError(
+            f"`tokenizer` must be picklable to reach the Beam workers ({error}). Received: "
+            f"tokenizer={tokenizer!r}"
+        ) from error
+    started = time.perf_counter()
+    launcher_part = PretrainingDataSummary()
+    files = expand_input_files(inputs, launcher_part.skipped, _BeamFiles())
+    if not files:
+        raise ValueError(
+            "`inputs` must name at least one readable file (a path, a directory with text "
+            f"files or a glob that matches). Received: inputs={list(inputs)}"
+        )
+    if "://" not in output_prefix:
+        os.makedirs(os.path.dirname(os.path.abspath(output_prefix)), exist_ok=True)
+    summary_path = f"{output_prefix}.summary.json"
+
+    with beam.Pipeline(options=PipelineOptions(list(pipeline_args))) as pipeline:
+        made = (
+            pipeline
+            | "Files" >> beam.Create([(f.path, f.key) for f in files])
+            | "Spread" >> beam.Reshuffle()
+            | "Examples"
+            >> beam.ParDo(_FileRecords(tokenizer, config, num_shards)).with_outputs(
+                _SUMMARY, main="records"
+            )
+        )
+        every_shard = pipeline | "EveryShard" >> beam.Create([(i, None) for i in range(num_shards)])
+        (
+            (made.records, every_shard)
+            | "WithEmptyShards" >> beam.Flatten()
+            | "ByShard" >> beam.GroupByKey()
+            | "Write" >> beam.ParDo(_WriteShard(output_prefix, num_shards))
+        )
+        (
+            (made[_SUMMARY], pipeline | "Expansion" >> beam.Create([launcher_part]))
+            | "AllParts" >> beam.Flatten()
+            | "Summary" >> beam.CombineGlobally(_MergeSummaries())
+            | "WriteSummary" >> beam.Map(lambda s: _write_text(summary_path, s.to_json()))
+        )
+
+    summary = PretrainingDataSummary.from_json(_read_text(summary_path))
+    paths = shard_paths(output_prefix, num_shards)
+    if summary.num_examples:
+        summary.output_files = paths
+    else:  # as the local tool: no shard when no example was made
+        FileSystems.delete([p for p in paths if FileSystems.exists(p)])
+    summary.seconds = time.perf_counter() - started
+    return summary
