@@ -1,6 +1,7 @@
 """Pretraining data, local engine vs Beam: examples/s on the shipped Austen + WikiText corpus.
 
-    PYTHONPATH=. python benchmarks/pretraining_data_beam.py [--rounds 2] [--dupe_factor 3]
+    python -m benchmarks.pretraining_data_beam [--rounds 2] [--dupe_factor 3] \\
+        [--results-json benchmarks/results/pretraining_data_beam_dupe3_<cpu>.json]
 
 Four runners, interleaved within every round so that the machine's load hits them alike:
 the local tool with 1 and 2 processes (fork, its default on Linux) and the Beam pipeline on
@@ -11,36 +12,24 @@ import TensorFlow; the local tool's forked workers inherit the parent's) is meas
 All four write the same bytes (tests/pretraining/data/test_beam.py), so examples/s compare
 like for like.
 
-Prints the CPU model, flags and load; writes the raw rates, a plot, and a projection for
-BookCorpus + Wikipedia (~3.3 billion words) to benchmarks/results/ (names carry the CPU). The
+Prints the CPU model, flags and load; writes the raw rates, a plot beside them, and a projection
+for BookCorpus + Wikipedia (~3.3 billion words) to `--results-json` (the shipped ones in
+benchmarks/results/ carry the CPU in their names). The
 projection is arithmetic on the measured per-worker rate, not a measurement: see its note.
 """
 
-import argparse
 import functools
 import os
 import statistics
-import sys
 import tempfile
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
+from benchmarks import prelude
+from benchmarks.interleaved import interleaved_rates, report
+from keras_albert.pretraining.data import PretrainingDataConfig, create_pretraining_data
+from keras_albert.pretraining.data.beam import create_pretraining_data_beam
 
-from interleaved import interleaved_rates, report  # noqa: E402 (benchmarks/interleaved.py)
-from results import write_results  # noqa: E402 (benchmarks/results.py)
-
-from keras_albert.cpu import cpu_features  # noqa: E402
-from keras_albert.pretraining.data import (  # noqa: E402
-    PretrainingDataConfig,
-    create_pretraining_data,
-)
-from keras_albert.pretraining.data.beam import create_pretraining_data_beam  # noqa: E402
-
-CORPUS = [
-    os.path.join(REPO, "data", "corpus", "janeaustenr"),
-    os.path.join(REPO, "data", "corpus", "wikitext2"),
-]
-SPM_MODEL = os.path.join(REPO, "tests", "data", "30k-clean.model")
+CORPUS = [prelude.data_path("corpus", "janeaustenr"), prelude.data_path("corpus", "wikitext2")]
+SPM_MODEL = str(prelude.TEST_DATA / "30k-clean.model")
 BOOKCORPUS_WIKIPEDIA_WORDS = 3.3e9
 
 
@@ -65,21 +54,14 @@ def projection(per_worker_rate: float, examples_per_word: float) -> list[dict]:
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = prelude.parser(__file__)
     parser.add_argument("--rounds", type=int, default=2)
     # 3 passes: enough work per run that the pipeline's fixed cost does not hide the rate.
     parser.add_argument("--dupe_factor", type=int, default=3)
     parser.add_argument("--sequence_length", type=int, default=128)
     parser.add_argument("--num_shards", type=int, default=4)
     args = parser.parse_args()
-    features = cpu_features()
-    family = next(
-        (line.split(":")[1].strip() for line in open("/proc/cpuinfo") if "cpu family" in line),
-        "unknown",
-    )
-    cpu_name = f"{features['model_name'].split()[-1].lower()}_family{family}"
-    print(f"CPU: {features['model_name']} (family {family}), {os.cpu_count()} CPUs")
-    print(f"flags {features['flags']}; load {os.getloadavg()}")
+    machine = prelude.header()
 
     from keras_albert.text.tokenizer import AlbertTokenizer, read_vocabulary_file
 
@@ -172,13 +154,11 @@ def main():
     load = os.getloadavg()
     print(f"load at the end {load}")
 
-    name = f"pretraining_data_beam_dupe{args.dupe_factor}_{cpu_name}"
-    directory = os.path.join(REPO, "benchmarks", "results")
-    write_results(
-        os.path.join(directory, f"{name}.json"),
+    prelude.write_results(
+        args.results_json,
         {
-            "options": vars(args), "cpu": features, "cpu_family": family,
-            "load_at_end": load, "corpus_words": words, "examples_per_run": num_examples,
+            "options": vars(args), "load_at_end": load, "corpus_words": words,
+            "examples_per_run": num_examples,
             "rates": rates, "medians": medians, "beam2_over_local2": ratio,
             "scaling_1_to_2": scaling, "beam_fixed_seconds": startup,
             "beam_examples_per_second_without_fixed_cost": steady,
@@ -191,7 +171,7 @@ def main():
             },
         },
     )  # fmt: skip
-    plot(rates, os.path.join(directory, f"{name}.png"), features["model_name"])
+    plot(rates, os.path.splitext(args.results_json)[0] + ".png", machine["cpu"]["model_name"])
 
 
 def plot(rates: dict, path: str, cpu: str) -> None:
