@@ -11,7 +11,8 @@ last value given), so that every group takes well under a minute of steps.
 
 The guides continue each other as a user follows them: one tiny pretraining run
 (docs/guides/pretraining.md) is made once for this module and fine-tuned, served and used from
-Python by the other groups.
+Python by the other groups. The fine-tuning guide's four other tasks and the checkpoint
+conversions are marked slow (`--run-slow`): together they cost as much as the rest.
 """
 
 import json
@@ -39,10 +40,13 @@ SMALLER_BUDGETS = {
         "--train-steps", "4", "--batch-size", "4", "--log-every-steps", "2",
         "--checkpoint-every-steps", "2",
     ),
-    "finetune.py": ("--train-steps", "4", "--batch-size", "4"),
+    # Two steps of a larger batch: the evaluation (twice, the last with the best model) runs at
+    # the training batch size, and it is most of a short run.
+    "finetune.py": ("--train-steps", "2", "--batch-size", "32"),
     "export_saved_model.py": (),
     "split_dataset.py": (),
     "probe_saved_model.py": ("--repeats", "0"),
+    "convert_checkpoint.py": (),
 }  # fmt: skip
 # The groups and the tools each runs, in order: a block added, removed or renamed in a guide
 # must be named here too (and so gets a test that runs it).
@@ -54,6 +58,7 @@ GROUP_TOOLS = {
     "english-finetuning": ["finetune.py"],
     "english-tasks": ["finetune.py"] * 4,
     "english-serving": ["export_saved_model.py", "probe_saved_model.py"],
+    "english-checkpoints": ["convert_checkpoint.py"] * 3 + ["export_saved_model.py"],
     "readme-python": [],
     "chinese": [
         "split_dataset.py", "create_pretraining_data.py", "pretrain.py", "finetune.py",
@@ -174,12 +179,25 @@ def test_the_pretraining_guide_runs_as_written(english):
     pass  # the fixture runs and checks it; this names it in the report
 
 
-def test_the_finetuning_guide_runs_every_task_as_written(english, sst2):
+# Four more fine-tunings (each evaluates its whole sample file): as long as the rest of this
+# module together, so gated like the other long tests; `tests/finetuning/test_tasks.py` runs
+# every task end to end in the default suite.
+@pytest.mark.slow
+def test_the_finetuning_guide_runs_every_task_as_written(english):
     run_group("english-tasks", english)
     for run in ("my_csv", "squad", "race", "ner"):
         summary = json.loads((english / "runs" / run / "summary.json").read_text())
-        assert summary["train_steps"] == 4, (run, summary)
+        assert summary["train_steps"] == 2, (run, summary)
         assert (english / "runs" / run / "best.keras").is_file()
+
+
+@pytest.mark.slow
+def test_the_checkpoints_guide_converts_the_finetuned_model(sst2):
+    run_group("english-checkpoints", sst2)
+    assert (sst2 / "runs" / "sst2_hf" / "config.json").is_file()
+    assert (sst2 / "runs" / "sst2_from_hf.keras").is_file()
+    assert (sst2 / "runs" / "sst2_keras_hub" / "config.json").is_file()
+    assert (sst2 / "saved_models" / "sst2_lite" / "model.tflite").is_file()
 
 
 def test_the_serving_guide_serves_the_finetuned_model(sst2):
@@ -193,16 +211,15 @@ def test_the_serving_guide_serves_the_finetuned_model(sst2):
     np.testing.assert_allclose(probed, expected, atol=1e-5, rtol=0)
 
 
-def test_the_readme_python_example_fine_tunes_and_exports(english):
+def test_the_readme_python_example_fine_tunes_and_exports(english, monkeypatch, capsys):
     ((language, code),) = marked_blocks()["readme-python"]
     assert language == "python"
-    completed = subprocess.run(
-        [sys.executable, "-c", code], cwd=english, env=guide_environment(),
-        capture_output=True, text=True, timeout=1800,
-    )  # fmt: skip
-    assert completed.returncode == 0, completed.stderr[-5000:]
-    path = completed.stdout.strip().splitlines()[-1]
-    assert (english / path / "saved_model.pb").is_file(), path
+    # In this process (TensorFlow is imported already), from the guides' scratch root.
+    monkeypatch.chdir(english)
+    exec(compile(code, "README.md", "exec"), {"__name__": "__main__"})
+    path = capsys.readouterr().out.strip().splitlines()[-1]
+    assert path == os.path.join("saved_models", "my_classifier", "1")
+    assert (english / path / "saved_model.pb").is_file()
 
 
 def test_the_chinese_run_serves_what_it_fine_tuned(tmp_path):
