@@ -11,8 +11,8 @@ last value given), so that every group takes well under a minute of steps.
 
 The guides continue each other as a user follows them: one tiny pretraining run
 (docs/guides/pretraining.md) is made once for this module and fine-tuned, served and used from
-Python by the other groups. The fine-tuning guide's four other tasks and the checkpoint
-conversions are marked slow (`--run-slow`): together they cost as much as the rest.
+Python by the other groups. The Chinese run, the fine-tuning guide's four other tasks and the
+checkpoint conversions are marked slow (`--run-slow`): each costs as much as the rest.
 """
 
 import json
@@ -222,6 +222,10 @@ def test_the_readme_python_example_fine_tunes_and_exports(english, monkeypatch, 
     assert (english / path / "saved_model.pb").is_file()
 
 
+# A pretraining run of its own (another vocabulary): as long as the English guides together.
+# The WordPiece path is in the default suite piecewise: tests/text (tokenizer, offsets),
+# tests/export/test_wordpiece_task_exports.py (fine-tuned by the tool, exported and served).
+@pytest.mark.slow
 def test_the_chinese_run_serves_what_it_fine_tuned(tmp_path):
     completed = run_group("chinese", tmp_path)
     zh = tmp_path / "runs" / "zh"
