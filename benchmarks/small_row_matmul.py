@@ -7,9 +7,9 @@ Run by hand (needs the test extra: onnx, onnxruntime):
 
 A served batch-1 request of 17 tokens spends most of its time in the shared block's four
 multiplies per pass (Q/K/V 768 × 2304, attention output 768 × 768, feed-forward 768 × 3072 and
-3072 × 768) applied 12 times (docs/precision.md). This times exactly that chain — each pass's
-output fed to the next, the weights graph constants shared by the 12 passes, as our exports
-hold them — in ONE process, interleaved rounds:
+3072 × 768) applied 12 times (docs/guides/precision_and_speed.md). This times exactly that
+chain — each pass's output fed to the next, the weights graph constants shared by the 12
+passes, as our exports hold them — in ONE process, interleaved rounds:
 - TensorFlow float32 and bfloat16, a v1 session over a graph (Grappler and the oneDNN rewrite
   run as when TF Serving loads a SavedModel: `_MklNativeFusedMatMul`), biases added and fused;
   with `--formulations`, also the same chain as rank-3 `BatchMatMulV2`s or 1 x 1 `Conv2D`s

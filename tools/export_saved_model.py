@@ -23,7 +23,7 @@ Examples:
   python tools/export_saved_model.py albert_base/ --name albert_base --format tfhub
 
 Question answering, multiple choice (RACE) and token classification (NER) models get their own
-string-in endpoints (docs/serving.md); the --doc-stride ... --null-score-threshold flags are
+string-in endpoints (docs/guides/serving.md); the --doc-stride ... --null-score-threshold flags are
 the question-answering export's, --num-choices and --max-qa-length the multiple-choice one's.
 """
 

@@ -7,7 +7,7 @@
 Every flag is a field of `keras_albert.pretraining.options.PretrainingOptions` (its docstring
 gives the meaning, the default is the dataclass's).
 
-Strategies (docs/scaling.md): `--strategy mirrored` uses every GPU of the host;
+Strategies (docs/guides/pretraining.md): `--strategy mirrored` uses every GPU of the host;
 `--strategy multi_worker` runs the same command on every host, each with its `TF_CONFIG`
 (`{"cluster": {"worker": ["host0:12345", "host1:12345"]}, "task": {"type": "worker",
 "index": 0}}`; worker 0 writes the artifacts, `--output-dir` must be shared, e.g. `gs://`);

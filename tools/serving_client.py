@@ -73,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 START_SERVER = (
     "start one with `tensorflow_model_server --port=8500 --rest_api_port=8501 "
-    "--model_config_file=$PWD/saved_models/models.config` (see docs/serving.md)"
+    "--model_config_file=$PWD/saved_models/models.config` (see docs/guides/serving.md)"
 )
 
 

@@ -20,7 +20,7 @@ mask's `[:, None, None, :]` when both dimensions are dynamic (it converts with e
 `precision="int8"` writes dynamic-range int8 weights (`tf.lite.Optimize.DEFAULT`: int8
 kernels, activations quantized on the fly, float outputs): about a quarter of the size and, for
 an albert_base-sized model at batch 1 and 128 tokens, about 3x faster on an x86 CPU than
-float32 (README, "From / to"); the tests state its tolerance.
+float32 (docs/benchmarks.md, "TFLite"); the tests state its tolerance.
 
 Token ids in, not text: stock `tf.lite.Interpreter` has no kernel for TF Text's
 `SentencepieceTokenizer` nor for the original normalization (NFKD, the digit-comma re-split).

@@ -46,7 +46,7 @@ def normalization_dtype(compute_dtype) -> str:
     float32 softmax's rounded (tests/layers/test_layers.py), the fused LayerNorm's equal
     oneDNN's float32 kernel rounded (measured at 10,752 × 768), and the activations are not
     cast to float32 and back around them (a served 28 × 384 ALBERT-base call 2,636 → 2,317 ms;
-    docs/precision.md). Training, float16 and float32 keep float32. A bfloat16
+    docs/guides/precision_and_speed.md). Training, float16 and float32 keep float32. A bfloat16
     export served by TensorFlow without oneDNN (`TF_ENABLE_ONEDNN_OPTS=0`, non-x86 hosts) runs
     Eigen's kernels instead, which accumulate in bfloat16: softmax probabilities within ~3 % of
     float32's, rows summing to 1 within ~1.5 % (measured, 384 keys).

@@ -19,8 +19,8 @@ There is no int8 export: Keras's `quantize("int8")` (int8 Dense kernels, inputs 
 token on the fly, TensorFlow's int8 × int8 → int32 `MatMul`) was 0.22-0.37× float32 on every
 CPU measured, VNNI included, and the oneDNN int8 kernels that would pay
 (`QuantizedMatMulWithBiasAndDequantize`) are slow at serving row counts and not known to run
-in stock TF Serving (docs/precision.md, "int8: removed"). An option that is always slower than
-the default was a trap, so it went.
+in stock TF Serving (docs/guides/precision_and_speed.md, "Serving precision and depth"). An
+option that is always slower than the default was a trap, so it went.
 
 `ModelCall(model, function)` is how every serving module runs its model: ONE graph function
 (per input rank) holding the weights as constants, which all the module's signatures call.
@@ -29,7 +29,7 @@ its bias (`_MklNativeFusedMatMul`) and keep the weights in the kernel's blocked 
 calls instead of re-laying them out at every call, which at small batches costs more than the
 multiply: measured on a 2-core AVX512-BF16 host, a 20 × 768 × 768 bfloat16 multiply goes from
 0.33 to 0.14 ms, and ALBERT-base batch 1 from 33.6 to 25.0 ms in bfloat16 and from 40.8 to
-29.2 ms in float32 (an A/B of the two exports; docs/precision.md). The same constants let
+29.2 ms in float32 (an A/B of the two exports; docs/benchmarks.md). The same constants let
 TensorFlow fold the concatenated Q/K/V kernels (`SelfAttention`) and fuse the bfloat16
 LayerNorms (`keras_albert.layers.layer_norm`).
 Held once in the function library, the weights are written once whatever the number of

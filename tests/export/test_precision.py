@@ -180,7 +180,8 @@ def test_bad_precision_and_depth_are_clear_errors(model):
         serving_model(model, "float32", 0)
     with pytest.raises(ValueError, match="trained depth num_layers=3. Received: num_layers=4"):
         serving_model(model, "bfloat16", 4)
-    # int8 was removed (always slower than float32, docs/precision.md): a clear error.
+    # int8 was removed (always slower than float32, docs/guides/precision_and_speed.md): a
+    # clear error.
     with pytest.raises(ValueError, match="Received: precision='int8'"):
         serving_model(model, "int8")
     assert serving_model(model, "float32") is model

@@ -6,7 +6,7 @@ per-pass bookkeeping fails here instead of going unnoticed until a benchmark.
 The SavedModel is loaded with the TF1 session loader, as TF Serving loads it (Grappler and the
 oneDNN rewrites run at load), and run once with a full trace; the kernels of one pass are the
 difference between the 2-pass and the 1-pass export of the same weights. At batch 1 (17
-tokens) the served time is the matrix multiplies' (docs/precision.md), and each extra kernel is
+tokens) the served time is the X, and each extra kernel is
 a few microseconds more per pass.
 """
 
@@ -125,7 +125,8 @@ def test_bfloat16_pass_stays_within_its_kernel_budget(exports, batch_size, lengt
     per_pass, total = _per_pass(exports, "bfloat16", batch_size, length)
     if not cpu_features()["flags"].get("avx512_bf16"):
         # Without AVX512-BF16, TensorFlow's oneDNN rewrite leaves bfloat16 multiplies alone
-        # (docs/precision.md: bfloat16 is slower than float32 there); only the count holds.
+        # (docs/guides/precision_and_speed.md: bfloat16 is slower than float32 there); only the
+        # count holds.
         assert total <= 2 * BUDGET["bfloat16", 1, 17], sorted(per_pass.items())
         return
     assert per_pass["_MklNativeFusedMatMul"] == FUSED_MULTIPLIES_PER_PASS, per_pass

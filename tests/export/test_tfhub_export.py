@@ -120,7 +120,8 @@ def test_hub_keras_layers_reproduce_our_outputs_and_fine_tune(
 
 def test_tfsm_layer_loads_the_tfhub_saved_models(exported, backbone, tokenizer):
     sentences = load_sst2_dev()[8:14]
-    # The documented Keras 3 recipe (README, "From / to"): the object's own __call__.
+    # The documented Keras 3 recipe (docs/guides/checkpoints.md, "From / to"): the object's
+    # own __call__.
     preprocessor = keras.layers.TFSMLayer(
         os.path.join(exported, "preprocessor"), call_endpoint="__call__"
     )

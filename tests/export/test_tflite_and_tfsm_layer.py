@@ -113,7 +113,8 @@ def test_tfsm_layer_loads_the_string_in_export(tmp_path, classifier, tokenizer, 
     version_dir = export_for_serving(
         classifier, tokenizer, base_dir=tmp_path, name="sst2", warmup_texts=sentences[:2]
     )
-    # The documented Keras 3 recipe (README, "From / to"): a layer over the SavedModel.
+    # The documented Keras 3 recipe (docs/guides/checkpoints.md, "From / to"): a layer over
+    # the SavedModel.
     layer = keras.layers.TFSMLayer(version_dir, call_endpoint="serving_default")
     # A signature is called by keyword in TensorFlow; TFSMLayer passes its input positionally,
     # which binds to the one input `text` (a pair export would need both: not this recipe).

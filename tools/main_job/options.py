@@ -102,7 +102,7 @@ class MainJobOptions:
             AMX), float32 on other CPUs. On the job, mixed_bfloat16 learns what float32 learns
             (5 pretraining seeds x 5 fine-tuning seeds: MLM/SOP within 1 point, SST-2 -0.14
             points on average) and pretrains 1.07-1.13x faster on an AVX512-BF16 CPU
-            (docs/precision.md). The summary prints the precision the job ran in.
+            (docs/benchmarks.md). The summary prints the precision the job ran in.
         finetune_examples: SST-2 training rows used (a seeded sample); the dev set is used whole.
         finetune_sequence_length: packed length for SST-2 (its sentences are short).
         finetune_train_steps: optimizer steps of the SST-2 fine-tuning run.
