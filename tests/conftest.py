@@ -58,7 +58,31 @@ def pytest_addoption(parser):
     )
 
 
+# The test files that take longest (`--durations`), longest first. pytest-xdist gives whole
+# files to its workers in collection order (`--dist loadfile`); started last, one of these
+# would keep a worker busy minutes after the other ran out of files.
+LONGEST_FILES_FIRST = (
+    "tests/test_main_job.py",
+    "tests/test_guides.py",
+    "tests/export/test_wordpiece_task_exports.py",
+    "tests/finetuning/test_resume.py",
+    "tests/export/test_serving_export.py",
+    "tests/finetuning/test_tasks.py",
+    "tests/export/test_task_exports.py",
+    "tests/text/test_wordpiece_offsets.py",
+    "tests/test_accelerator_checklist.py",
+)
+
+
+def _file_rank(item) -> int:
+    path = item.nodeid.split("::")[0]
+    return (
+        LONGEST_FILES_FIRST.index(path) if path in LONGEST_FILES_FIRST else len(LONGEST_FILES_FIRST)
+    )
+
+
 def pytest_collection_modifyitems(config, items):
+    items.sort(key=_file_rank)  # stable: every other file keeps its place
     if config.getoption("--run-slow") or os.environ.get("KERAS_ALBERT_RUN_SLOW") == "1":
         return
     reason = "slow: run with --run-slow or KERAS_ALBERT_RUN_SLOW=1"

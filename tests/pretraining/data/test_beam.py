@@ -14,15 +14,14 @@ import importlib.util
 import os
 import shutil
 
+import apache_beam  # noqa: F401 (the `beam` extra, in the test extra too: a missing one fails)
 import pytest
 import tensorflow as tf
 
-pytest.importorskip("apache_beam")
-
-from keras_albert.pretraining.data import PretrainingDataConfig, create_pretraining_data  # noqa: E402
-from keras_albert.pretraining.data import beam as beam_engine  # noqa: E402
-from keras_albert.pretraining.data.examples import NO_PARTNER  # noqa: E402
-from keras_albert.pretraining.data.records import count_records, inspect_records  # noqa: E402
+from keras_albert.pretraining.data import PretrainingDataConfig, create_pretraining_data
+from keras_albert.pretraining.data import beam as beam_engine
+from keras_albert.pretraining.data.examples import NO_PARTNER
+from keras_albert.pretraining.data.records import count_records, inspect_records
 from keras_albert.text.tokenizer import AlbertTokenizer, read_vocabulary_file  # noqa: E402
 from tests.pretraining.data._helpers import AUSTEN, REPO  # noqa: E402
 from tests.text._paths import ALBERT_SPM, DATA_DIR  # noqa: E402

@@ -1,9 +1,13 @@
-"""The suite's explanation of a failed `==` between long sequences: lengths and the first
-difference, computed in linear time (pytest's own diff of two large files does not end)."""
+"""The suite's own configuration: its explanation of a failed `==` between long sequences
+(lengths and the first difference, in linear time: pytest's own diff of two large files does
+not end), and the files it schedules first."""
 
 import time
+from pathlib import Path
 
-from tests.conftest import pytest_assertrepr_compare
+from tests.conftest import LONGEST_FILES_FIRST, pytest_assertrepr_compare
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_long_byte_strings_name_the_first_difference_quickly():
@@ -22,3 +26,8 @@ def test_a_longer_list_differs_where_the_shorter_ends_and_short_ones_keep_pytest
     assert lines[1] == "first difference at offset 20000:"
     assert pytest_assertrepr_compare("==", "abc", "abd") is None
     assert pytest_assertrepr_compare("==", b"a" * 20_000, "a" * 20_000) is None
+
+
+def test_the_files_scheduled_first_exist():
+    missing = [path for path in LONGEST_FILES_FIRST if not (REPO_ROOT / path).is_file()]
+    assert not missing
