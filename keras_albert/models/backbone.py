@@ -10,11 +10,12 @@ from keras_albert.layers import (
     TransformerEncoder,
 )
 from keras_albert.models.cast_once import cast_once
+from keras_albert.models.functional import FunctionalModel
 from keras_albert.validation import require_int
 
 
 @keras.saving.register_keras_serializable(package="keras_albert")
-class AlbertBackbone(keras.Model):
+class AlbertBackbone(FunctionalModel):
     """The ALBERT encoder network (Lan et al., 2020, "ALBERT: A Lite BERT", arXiv:1909.11942).
 
     Token ids become E-wide factorized embeddings projected to H, then `num_layers`
