@@ -119,7 +119,7 @@ def test_the_pretraining_data_loads_neither_the_driver_nor_the_loop():
     registered = {"pretraining.losses", "training.clipping", "training.lamb", "training.schedule"}
     # `load_checkpoint` (the top-level API) reads a run's record: the run directory's reader,
     # not the training loop.
-    registered |= {"training.run_directory", "training.checkpoints"}
+    registered |= {"training.run_records", "training.run_directory", "training.checkpoints"}
     outside_data = {
         m.removeprefix("keras_albert.")
         for m in loaded
