@@ -48,7 +48,3 @@ def run_on_backend(
         pytest.fail(f"{script} on {backend} failed:\n{completed.stderr[-6000:]}")
     return json.loads(completed.stdout.strip().splitlines()[-1])
 
-
-@pytest.fixture(scope="session")
-def jax_installed():
-    pytest.importorskip("jax")

@@ -10,6 +10,7 @@ side; the files in between are `.weights.h5` and `.npz`.
 """
 
 import concurrent.futures
+import json
 import os
 
 import keras
@@ -30,7 +31,6 @@ LOSS_RTOL = 1e-4
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    pytest.importorskip("jax")
     work_dir = tmp_path_factory.mktemp("backends")
     for name in zoo.MODELS:
         zoo.build(name).save_weights(os.path.join(work_dir, f"{name}.weights.h5"))
@@ -67,6 +67,8 @@ def runs(tmp_path_factory):
         )
     results["tensorflow"]["outputs"] = outputs
     np.savez(os.path.join(work_dir, "outputs_tensorflow.npz"), **outputs)
+    with open(os.path.join(work_dir, "losses.json"), "w") as file:  # to read after a run
+        json.dump({backend: results[backend]["losses"] for backend in results}, file)
     return work_dir, results, sentences, export_inputs
 
 

@@ -5,7 +5,7 @@ unimportable; what needs it says so in one line."""
 from tests.backends.conftest import run_on_backend
 
 
-def test_models_and_converters_work_without_tensorflow(tmp_path, jax_installed):
+def test_models_and_converters_work_without_tensorflow(tmp_path):
     results = run_on_backend("without_tensorflow_run.py", "jax", str(tmp_path))
     assert results["tensorflow_loaded"] is False
     for name in ("model.keras", "model.weights.h5", "hf", "keras_hub"):
