@@ -47,4 +47,3 @@ def run_on_backend(
     if completed.returncode != 0:
         pytest.fail(f"{script} on {backend} failed:\n{completed.stderr[-6000:]}")
     return json.loads(completed.stdout.strip().splitlines()[-1])
-
