@@ -16,3 +16,10 @@ def test_models_and_converters_work_without_tensorflow(tmp_path):
         "Install it with pip install tensorflow==2.21.*"
         for name in ("AlbertTokenizer", "export_for_serving")
     }
+    assert results["tool"] == [
+        1,
+        [
+            "error: `tools/export_saved_model.py` needs TensorFlow, which is not installed. "
+            "Install it with pip install tensorflow==2.21.*"
+        ],
+    ]

@@ -5,6 +5,7 @@ line. Prints one JSON object."""
 
 import json
 import os
+import subprocess
 import sys
 
 import keras
@@ -54,4 +55,12 @@ for name, use in (
     except ImportError as error:
         errors[name] = str(error)
 results["errors"] = errors
+# A tool: one line on stderr, status 1.
+tool = os.path.join(os.path.dirname(__file__), "..", "..", "tools", "export_saved_model.py")
+completed = subprocess.run(
+    [sys.executable, tool, os.path.join(work_dir, "model.keras"), "--name", "sst2"],
+    capture_output=True,
+    text=True,
+)
+results["tool"] = [completed.returncode, completed.stderr.strip().splitlines()]
 print(json.dumps(results))
