@@ -59,7 +59,7 @@ if backend == "jax":
         optimizer=zoo.optimizer(),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
     )
-    model.fit(export_inputs, np.arange(len(export_inputs["token_ids"])) % 2, epochs=2, verbose=0)
+    model.fit(export_inputs, np.arange(len(export_inputs["token_ids"])) % 2, verbose=0)
     model.save(os.path.join(work_dir, "jax_trained.keras"))
     np.save(
         os.path.join(work_dir, "jax_trained_logits.npy"),

@@ -102,7 +102,8 @@ def examples(name: str, seed: int = 0, batch_size: int = BATCH_SIZE) -> tuple:
         y = rng.integers(0, 5, (batch_size, SEQUENCE_LENGTH))
     elif name.startswith("question_answerer"):
         # `AlbertQuestionAnswerer.training_targets`'s (x, y) of either answerability.
-        starts = rng.integers(1, lengths // 2).astype("int32")
+        # Answers in the context (segment 1), where the answer-class head looks for them.
+        starts = rng.integers(lengths // 2, lengths - 2).astype("int32")  # ends before [SEP]
         if name == "question_answerer":
             y = {"start_logits": starts, "end_logits": starts + 1}
         else:
