@@ -27,28 +27,26 @@ for name in zoo.MODELS:
         outputs[f"{name}/{key}"] = value
     if name in zoo.TRAINED:
         results["losses"][name] = zoo.fit_losses(name, model)
+    if name == "classifier":  # one device's fit, for the data-parallel one below
+        one_device_weights = [keras.ops.convert_to_numpy(w) for w in model.weights]
 np.savez(os.path.join(work_dir, f"outputs_{backend}.npz"), **outputs)
 
 if backend == "jax":
     import jax
 
-    # One fit step on one device, then the same under DataParallel over the host devices.
-    fitted = {}
-    for distributed in (False, True):
-        if distributed:
-            devices = jax.devices()
-            results["num_devices"] = len(devices)
-            keras.distribution.set_distribution(keras.distribution.DataParallel(devices=devices))
-        model = zoo.build("classifier")
-        model.load_weights(os.path.join(work_dir, "classifier.weights.h5"))
-        losses = zoo.fit_losses("classifier", model)
-        fitted[distributed] = (losses, [keras.ops.convert_to_numpy(w) for w in model.weights])
+    # The classifier's fit again, under DataParallel over the host devices.
+    devices = jax.devices()
+    results["num_devices"] = len(devices)
+    keras.distribution.set_distribution(keras.distribution.DataParallel(devices=devices))
+    model = zoo.build("classifier")
+    model.load_weights(os.path.join(work_dir, "classifier.weights.h5"))
+    losses = zoo.fit_losses("classifier", model)
     keras.distribution.set_distribution(None)
     results["data_parallel"] = {
-        "losses": [fitted[False][0], fitted[True][0]],
+        "losses": [results["losses"]["classifier"], losses],
         "max_weight_difference": max(
-            float(np.abs(a - b).max())
-            for a, b in zip(fitted[False][1], fitted[True][1], strict=True)
+            float(np.abs(keras.ops.convert_to_numpy(w) - one).max())
+            for w, one in zip(model.weights, one_device_weights, strict=True)
         ),
     }
 
