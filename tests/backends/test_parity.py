@@ -1,8 +1,8 @@
 """JAX and PyTorch against TensorFlow, same weights, float32: every model class's outputs
-(≤ 1e-5), a few fine-tuning steps of every task model and a pretraining step with `compile` +
-`fit` (losses within 1e-4 relative), JAX's `DataParallel` over two host devices against one,
-and a `.keras` file trained on JAX, loaded and served (the project's TF Serving export) by
-TensorFlow.
+(≤ 1e-5), a few fine-tuning steps of the task models `zoo.TRAINED` names and a pretraining
+step with `compile` + `fit` (losses within 1e-4 relative), JAX's `DataParallel` over two host
+devices against one, and a `.keras` file trained on JAX, loaded and served (the project's TF
+Serving export) by TensorFlow.
 
 The other backends run in subprocesses (`backend_run.py`, KERAS_BACKEND is read when Keras is
 imported), with TensorFlow blocked, both at once while this process computes TensorFlow's
@@ -34,7 +34,9 @@ def runs(tmp_path_factory):
     work_dir = tmp_path_factory.mktemp("backends")
     for name in zoo.MODELS:
         zoo.build(name).save_weights(os.path.join(work_dir, f"{name}.weights.h5"))
-    tokenizer = AlbertTokenizer(ALBERT_MODEL)  # before `zoo.build` seeds (conftest.py says why)
+    # Used at once: the next `zoo.build` seeds, which drops its SentencePiece resource
+    # (tests/conftest.py says why).
+    tokenizer = AlbertTokenizer(ALBERT_MODEL)
     sentences = load_sst2_dev()[:8]
     packed = tokenizer.packer(zoo.EXPORT_SEQUENCE_LENGTH)(tokenizer(tf.constant(sentences)))
     export_inputs = {key: np.asarray(value) for key, value in packed.items()}
