@@ -1,5 +1,9 @@
 """Imports TensorFlow without its start-up lines; imported first by `keras_albert/__init__.py`.
 
+Only where TensorFlow is the Keras backend: with `KERAS_BACKEND=jax` or `torch` nothing here
+imports it (the exports, the tokenizer graph and the `tf.data` pipelines import it when used),
+and without TensorFlow installed the backend defaults to Keras's own choice.
+
 TensorFlow's C++ runtime writes `I0000 … cudart_stub`, `E0000 … failed call to cuInit` (on
 machines without a GPU: not an error) and oneDNN notes to file descriptor 2 while it loads,
 before Python can filter anything. Unless `KERAS_ALBERT_VERBOSE=1` is set (or TensorFlow is
@@ -7,6 +11,7 @@ already imported), stderr points at /dev/null while TensorFlow loads and initial
 devices, and TF_CPP_MIN_LOG_LEVEL defaults to 3. Python exceptions still propagate.
 """
 
+import importlib.util
 import os
 import sys
 
@@ -17,9 +22,19 @@ def verbose() -> bool:
     return os.environ.get(VERBOSE_ENVIRONMENT_VARIABLE, "") not in ("", "0")
 
 
+def tensorflow_installed() -> bool:
+    """Whether `import tensorflow` can succeed (a `None` in `sys.modules` blocks it)."""
+    if "tensorflow" in sys.modules:
+        return sys.modules["tensorflow"] is not None
+    return importlib.util.find_spec("tensorflow") is not None
+
+
 def quiet_tensorflow_import() -> None:
-    os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+    if tensorflow_installed():
+        os.environ.setdefault("KERAS_BACKEND", "tensorflow")
     if verbose() or "tensorflow" in sys.modules:
+        return
+    if os.environ.get("KERAS_BACKEND", "tensorflow") != "tensorflow" or not tensorflow_installed():
         return
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     sys.stderr.flush()

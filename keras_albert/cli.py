@@ -38,6 +38,7 @@ import types
 import typing
 
 from keras_albert.directories import first_existing
+from keras_albert.lazy import TensorFlowMissingError, require_tensorflow
 
 _ARGS_HEADER = re.compile(r"^\s*Args:\s*$")
 _ENTRY = re.compile(r"^(\s*)([A-Za-z_][A-Za-z0-9_]*(?:\s*,\s*[A-Za-z_][A-Za-z0-9_]*)*):\s?(.*)$")
@@ -268,8 +269,26 @@ class ToolError(Exception):
         self.exit_status = exit_status
 
 
-# What a user's mistake raises (bad value, missing or wrong file): one line, no traceback.
-USER_ERRORS = (ValueError, FileNotFoundError, FileExistsError, NotADirectoryError, ToolError)
+# What a user's mistake raises (bad value, missing or wrong file, a TensorFlow feature used
+# without TensorFlow): one line, no traceback.
+USER_ERRORS = (
+    ValueError,
+    FileNotFoundError,
+    FileExistsError,
+    NotADirectoryError,
+    ToolError,
+    TensorFlowMissingError,
+)
+
+
+def exit_without_tensorflow(tool: str) -> None:
+    """For a tool that imports TensorFlow's modules as it loads (before `run_tool`): exits
+    with ONE line `error: …` (status 1) where TensorFlow is not installed."""
+    try:
+        require_tensorflow(tool)
+    except TensorFlowMissingError as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(1)
 
 
 def run_tool(main, argv: list[str] | None = None) -> None:

@@ -9,16 +9,7 @@ import tensorflow as tf
 
 from keras_albert import AlbertBackbone, AlbertConfig
 from keras_albert.training.strategy import build_strategy
-
-TINY = dict(
-    vocabulary_size=64,
-    embedding_dim=8,
-    hidden_dim=16,
-    intermediate_dim=32,
-    num_layers=3,
-    num_heads=2,
-    max_sequence_length=32,
-)
+from tests.tiny import TINY
 
 
 def tiny_config(**changes) -> AlbertConfig:

@@ -37,10 +37,13 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 from keras_albert.cli import (  # noqa: E402
     VOCABULARY_METADATA,
     add_options,
+    exit_without_tensorflow,
     options_from_args,
     run_tool,
     with_debug_help,
 )
+
+exit_without_tensorflow("tools/export_saved_model.py")
 from keras_albert.directories import require_directory  # noqa: E402
 from keras_albert.export import (  # noqa: E402
     BatchingParameters,

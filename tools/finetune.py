@@ -38,9 +38,12 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from keras_albert.cli import (  # noqa: E402
     add_options,
+    exit_without_tensorflow,
     run_tool,
     with_debug_help,
 )
+
+exit_without_tensorflow("tools/finetune.py")
 from keras_albert.finetuning.options import FinetuningOptions  # noqa: E402
 from keras_albert.finetuning.task_choice import add_task_options, options_from_flags  # noqa: E402
 

@@ -54,10 +54,13 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
 from keras_albert.cli import (  # noqa: E402
     add_options,
+    exit_without_tensorflow,
     options_from_args,
     run_tool,
     with_debug_help,
 )
+
+exit_without_tensorflow("tools/pretrain.py")
 from keras_albert.pretraining.options import PretrainingOptions  # noqa: E402
 
 # The original tools' flag names, by option field.

@@ -4,11 +4,10 @@ by `keras_albert.training.run_directory.read_record`)."""
 
 import os
 
-import tensorflow as tf
-
 from keras_albert.config import PRESETS
 from keras_albert.convert.keras_hub import is_keras_hub_preset
 from keras_albert.convert.model_garden import is_tfhub_saved_model
+from keras_albert.lazy import require_tensorflow
 
 FORMATS = (
     "auto",
@@ -97,4 +96,7 @@ def training_output_model(directory: str) -> str | None:
 
 def latest_training_checkpoint(directory: str) -> str | None:
     checkpoints = os.path.join(directory, "checkpoints")
-    return tf.train.latest_checkpoint(checkpoints) if os.path.isdir(checkpoints) else None
+    if not os.path.isdir(checkpoints):
+        return None
+    tf = require_tensorflow("load_checkpoint of a training output's TF checkpoints")
+    return tf.train.latest_checkpoint(checkpoints)

@@ -43,10 +43,9 @@ from keras_albert.convert.keras_hub_weights import (
     write_weights_file,
 )
 from keras_albert.convert.name_table import assign_from_table, read_from_table
+from keras_albert.lazy import needs_tensorflow
 from keras_albert.models import AlbertBackbone, AlbertClassifier, AlbertPretrainer
 from keras_albert.text.files import write_atomically
-from keras_albert.text.sentencepiece_model import with_albert_normalization
-from keras_albert.text.tokenizer import AlbertTokenizer
 
 # keras-hub class (config.json / task.json `class_name`) → the kind of model we build for it.
 KERAS_HUB_CLASSES = {
@@ -265,6 +264,11 @@ def write_keras_hub_preset(
     _check_writable(backbone.albert_config)
     tokenizer_model = None
     if vocabulary is not None:
+        # The tokenizer (TF Text): a preset without a vocabulary is written without TensorFlow.
+        with needs_tensorflow("write_keras_hub_preset(vocabulary=...)"):
+            from keras_albert.text.sentencepiece_model import with_albert_normalization
+            from keras_albert.text.tokenizer import AlbertTokenizer
+
         tokenizer = AlbertTokenizer(vocabulary)  # one clear error for a file of another kind
         if tokenizer.wordpiece:
             raise ValueError(

@@ -29,14 +29,16 @@ from __future__ import annotations
 import os
 
 import numpy as np
-import tensorflow as tf
 
 from keras_albert.config import AlbertConfig
 from keras_albert.convert.name_table import Entry, assign_from_table
+from keras_albert.lazy import require_tensorflow
 from keras_albert.models import AlbertBackbone, AlbertPretrainer
 
 CONFIG_ASSET = "albert_config.json"  # our export's architecture, in assets/
 SAVED_MODEL_FILE = "saved_model.pb"
+# What a TF-Hub SavedModel needs TensorFlow for, in the one line said without it.
+TFHUB_FEATURE = "load_checkpoint of a TF-Hub SavedModel"
 # Model Garden's BERT exports keep `do_lower_case` as a variable; it is no weight.
 _IGNORED = (r"^do_lower_case$",)
 
@@ -59,6 +61,7 @@ def _is_ours(tensors: dict) -> bool:
 
 def _num_passes(loaded) -> int:
     """How many times the encoder applies its shared block: one call, counted."""
+    tf = require_tensorflow(TFHUB_FEATURE)
     ids = tf.constant([[2, 3]], tf.int32)
     inputs = {"input_word_ids": ids, "input_mask": tf.ones_like(ids), "input_type_ids": ids * 0}
     return len(loaded(inputs)["encoder_outputs"])
@@ -86,7 +89,7 @@ def tfhub_saved_model_config(directory: str | os.PathLike) -> AlbertConfig:
     recorded = os.path.join(directory, "assets", CONFIG_ASSET)
     if os.path.isfile(recorded):
         return AlbertConfig.from_json(recorded)
-    loaded = tf.saved_model.load(directory)
+    loaded = require_tensorflow(TFHUB_FEATURE).saved_model.load(directory)
     tensors = _tensors(loaded)
     if _is_ours(tensors):
         raise ValueError(
@@ -167,7 +170,7 @@ def load_tfhub_saved_model(directory: str | os.PathLike, kind: str | None = None
     `config` (an `AlbertConfig`) overrides the architecture read off the SavedModel.
     """
     directory = os.fspath(directory)
-    loaded = tf.saved_model.load(directory)
+    loaded = require_tensorflow(TFHUB_FEATURE).saved_model.load(directory)
     if not callable(loaded) or not hasattr(loaded, "variables"):
         raise ValueError(
             "`source` must be an encoder SavedModel in the TF-Hub interface (callable with "

@@ -29,11 +29,11 @@ training state (`compile=False`): the weights, not the optimizer.
 import contextlib
 import json
 import os
+import sys
 import zipfile
 
 import h5py
 import keras
-import tensorflow as tf
 
 from keras_albert.config import AlbertConfig, get_preset
 from keras_albert.convert.formats import (
@@ -55,6 +55,7 @@ from keras_albert.convert.keras_hub import (
 )
 from keras_albert.convert.model_garden import load_tfhub_saved_model, tfhub_saved_model_config
 from keras_albert.convert.tf1 import load_tf1_weights, read_tf1_checkpoint, tf1_head
+from keras_albert.lazy import require_tensorflow
 from keras_albert.models import (
     AlbertBackbone,
     AlbertPretrainer,
@@ -65,13 +66,20 @@ from keras_albert.tasks.registry import (
     get_task_type,
     model_kind_of,
 )
-from keras_albert.training.run_directory import read_record
+from keras_albert.training.run_records import read_record
 from keras_albert.validation import require_int, require_one_of
 
 
 class CorruptCheckpointError(ValueError):
     """A checkpoint file that exists but cannot be read: cut short by an interrupted copy or
     write, or not the format its name says."""
+
+
+def _read_errors() -> tuple:
+    """What a damaged file raises: TensorFlow's errors only where TensorFlow read it."""
+    errors = (OSError, zipfile.BadZipFile, IndexError)
+    tf = sys.modules.get("tensorflow")
+    return errors if tf is None else (*errors, tf.errors.OpError)
 
 
 @contextlib.contextmanager
@@ -81,7 +89,7 @@ def _reading(path: str, what: str):
     checkpoint data file cut short, `IndexError` ("Read less bytes than requested")."""
     try:
         yield
-    except (OSError, zipfile.BadZipFile, tf.errors.OpError, IndexError) as error:
+    except _read_errors() as error:
         if isinstance(error, FileNotFoundError):
             raise
         detail = " ".join(str(getattr(error, "message", None) or error).split())
@@ -309,6 +317,7 @@ def _load_training_output(directory: str, config: AlbertConfig | str | None):
     config = resolve_config(config) if config is not None else _recorded_config(directory)
     model = AlbertPretrainer(AlbertBackbone.from_albert_config(config))
     with _reading(checkpoint, "TensorFlow checkpoint (its .index and .data files)"):
+        tf = require_tensorflow("load_checkpoint of a training output's TF checkpoints")
         status = tf.train.Checkpoint(model=model).restore(checkpoint)
     status.expect_partial()  # the optimizer's slots and step are not wanted here
     status.assert_existing_objects_matched()  # but every weight of the model is

@@ -10,10 +10,10 @@ slots and the step counter are ignored by name.
 import os
 
 import numpy as np
-import tensorflow as tf
 
 from keras_albert.config import AlbertConfig
 from keras_albert.convert.name_table import Entry, assign_from_table
+from keras_albert.lazy import require_tensorflow
 from keras_albert.models import (
     AlbertBackbone,
     AlbertClassifier,
@@ -134,6 +134,7 @@ def tf1_name_table(
 
 def read_tf1_checkpoint(path: str | os.PathLike) -> dict[str, np.ndarray]:
     """All tensors of a TF1 checkpoint (a prefix like `model.ckpt-100`, or its directory)."""
+    tf = require_tensorflow("read_tf1_checkpoint")
     path = os.fspath(path)
     if os.path.isdir(path):
         latest = tf.train.latest_checkpoint(path)

@@ -6,7 +6,7 @@ import os
 from keras_albert.convert.formats import RUN_FILES, detect_format
 from keras_albert.convert.keras_hub import find_keras_hub_sentencepiece_model
 from keras_albert.text.normalization import NORMALIZATION_DEFAULTS
-from keras_albert.training.run_directory import read_record, read_run_file
+from keras_albert.training.run_records import read_record, read_run_file
 from keras_albert.validation import require_file, require_one_of
 
 # WordPiece vocabularies as releases name them: the original Chinese ALBERT releases',

@@ -5,27 +5,26 @@ What an export is, is one `ExportSpec` (`keras_albert.export.spec`); what it sta
 model and tokenizer or a `CheckpointSource` (`export_checkpoint`, every format).
 """
 
-from keras_albert.export.checkpoint import CheckpointSource, export_checkpoint
-from keras_albert.export.modules import export_saved_model, serving_module
-from keras_albert.export.serving_layout import export_for_serving, next_version, write_version
-from keras_albert.export.spec import BatchingParameters, ExportSpec
-from keras_albert.serving.saved_model import AlbertServingModule
-from keras_albert.tasks.multiple_choice.serving import MultipleChoiceServingModule
-from keras_albert.tasks.question_answering.serving import QuestionAnsweringServingModule
-from keras_albert.tasks.token_classification.serving import TokenClassificationServingModule
+from keras_albert.lazy import lazy_names
 
-__all__ = [
-    "AlbertServingModule",
-    "BatchingParameters",
-    "CheckpointSource",
-    "ExportSpec",
-    "MultipleChoiceServingModule",
-    "QuestionAnsweringServingModule",
-    "TokenClassificationServingModule",
-    "export_checkpoint",
-    "export_for_serving",
-    "export_saved_model",
-    "next_version",
-    "serving_module",
-    "write_version",
-]
+# Where each public name lives; imported when first used, so that without TensorFlow (every
+# export writes a TensorFlow format) `import keras_albert.export` works and a name says in one
+# line what it needs.
+_PUBLIC = {
+    "AlbertServingModule": "keras_albert.serving.saved_model",
+    "BatchingParameters": "spec",
+    "CheckpointSource": "checkpoint",
+    "ExportSpec": "spec",
+    "MultipleChoiceServingModule": "keras_albert.tasks.multiple_choice.serving",
+    "QuestionAnsweringServingModule": "keras_albert.tasks.question_answering.serving",
+    "TokenClassificationServingModule": "keras_albert.tasks.token_classification.serving",
+    "export_checkpoint": "checkpoint",
+    "export_for_serving": "serving_layout",
+    "export_saved_model": "modules",
+    "next_version": "serving_layout",
+    "serving_module": "modules",
+    "write_version": "serving_layout",
+}
+__all__ = sorted(_PUBLIC)
+
+__getattr__ = lazy_names(__name__, _PUBLIC)

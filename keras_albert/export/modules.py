@@ -16,6 +16,7 @@ import keras
 import tensorflow as tf
 
 from keras_albert.export.spec import ExportSpec, resolve_spec
+from keras_albert.models.lora import merged_lora
 from keras_albert.serving.precision import serving_model
 from keras_albert.serving.saved_model import AlbertServingModule, model_task
 from keras_albert.tasks.registry import task_type_of
@@ -44,6 +45,9 @@ def serving_module(model, tokenizer, spec: ExportSpec | None = None, **fields):
     `class_names` must be left at their defaults for a task model.
     """
     spec = resolve_spec(spec, fields, "savedmodel")
+    # LoRA adapters merged into their kernels: the served graph multiplies once, as a model
+    # fine-tuned in full (a model loaded from a file is merged already).
+    model = merged_lora(model)
     task_type = task_type_of(model)
     task_options = spec.own_task_options(None if task_type is None else task_type.name)
     module_class = None if task_type is None else task_type.serving_module_class()

@@ -42,6 +42,7 @@ import tensorflow as tf
 from keras_albert.convert.model_garden import CONFIG_ASSET
 from keras_albert.export.spec import ExportSpec, resolve_spec
 from keras_albert.models import AlbertBackbone, AlbertPretrainer
+from keras_albert.models.lora import merged_lora
 from keras_albert.serving.saved_model import (
     Untracked,
     captured_variables,
@@ -248,7 +249,7 @@ def export_tfhub(
         **fields: the spec's fields (`resolve_spec`).
     """
     spec = resolve_spec(spec, fields, "tfhub")
-    encoder = tfhub_encoder(model, tokenizer)
+    encoder = tfhub_encoder(merged_lora(model), tokenizer)
     config = encoder._untracked.backbone.albert_config
     sequence_length = spec.max_sequence_length
     if sequence_length is None:

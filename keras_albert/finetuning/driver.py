@@ -78,6 +78,7 @@ from keras_albert.finetuning.elastic_depth import elastic_replica_fn
 from keras_albert.finetuning.options import FinetuningOptions
 from keras_albert.finetuning.progress import EvaluationProgress
 from keras_albert.finetuning.task_choice import choose_task, make_task
+from keras_albert.models.lora import parameter_counts
 from keras_albert.tasks.recipes import epoch_plan, resolve_recipe
 from keras_albert.text.normalization import changed_normalization
 from keras_albert.training import run_directory
@@ -231,6 +232,8 @@ def _finetune(options: FinetuningOptions, strategy, chief: bool) -> dict:
     summary = _summary(options, run, plan, strategy, resumed_from, history, best_results)
     if not chief:
         return {**summary, "chief": False}
+    summary.update(_model_sizes(model, options.output_dir))
+    _print_model_sizes(summary, options)
     _write_outputs(options, run, summary, best_results)
     return summary
 
@@ -293,6 +296,8 @@ def _build_model(options: FinetuningOptions, strategy, run: _CheckedRun, plan: _
                 f"{plan.task.sequence_length}"
             )
         model = plan.task.build_model(backbone)
+        if options.lora_rank is not None:
+            model.backbone.enable_lora(options.lora_rank)
         inner = build_optimizer(
             plan.recipe.learning_rate,
             plan.train_steps,
@@ -372,6 +377,28 @@ def _summary(options, run, plan, strategy, resumed_from, history, best_results) 
         "best_epoch": best_epoch,
         "best": best_results,
     }
+
+
+def _model_sizes(model: keras.Model, output_dir: str) -> dict:
+    """What the run trained and keeps: the parameter counts (`lora_rank` trains few) and the
+    bytes of `best.keras` (LoRA merged: a full model) and of the newest training checkpoint
+    (the optimizer's moments are the trainable weights' only)."""
+    latest = tf.train.latest_checkpoint(os.path.join(output_dir, "checkpoints"))
+    checkpoint_files = tf.io.gfile.glob(f"{latest}.*") if latest else []
+    return {
+        **parameter_counts(model),
+        "best_model_bytes": tf.io.gfile.stat(os.path.join(output_dir, "best.keras")).length,
+        "checkpoint_bytes": sum(tf.io.gfile.stat(path).length for path in checkpoint_files),
+    }
+
+
+def _print_model_sizes(summary: dict, options: FinetuningOptions) -> None:
+    adapters = "" if options.lora_rank is None else f" (LoRA rank {options.lora_rank})"
+    print(
+        f"keras_albert: {summary['trainable_parameters']:,} of {summary['parameters']:,} "
+        f"parameters trained{adapters}; checkpoint {summary['checkpoint_bytes'] / 1e6:.1f} MB, "
+        f"best.keras {summary['best_model_bytes'] / 1e6:.1f} MB"
+    )
 
 
 def _write_outputs(options, run: _CheckedRun, summary: dict, best_results: dict) -> None:

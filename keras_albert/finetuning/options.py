@@ -70,6 +70,10 @@ class FinetuningOptions:
             so, when the stretches use the steps up sooner). By default about one per pass
             over the training data (at least one).
         dropout: dropout of the task head (0.1 as the original heads).
+        lora_rank: train LoRA adapters of this rank on the attention's query and value
+            projections (Keras's `enable_lora`) and the task head, the rest of the backbone
+            frozen; the saved models and exports carry them merged into the kernels. None:
+            fine-tune every weight.
         weight_decay_rate: AdamW's decoupled decay (LayerNorm and biases excluded).
         skip_invalid: skip (and count) bad rows instead of stopping at the first.
         task_options: the task type's own options (e.g. a `QuestionAnsweringOptions`: the
@@ -129,6 +133,7 @@ class FinetuningOptions:
         default=None, metadata={"aliases": ("--epochs",)}
     )
     dropout: float = 0.1
+    lora_rank: int | None = None
     weight_decay_rate: float = 0.01
     skip_invalid: bool = False
     task_options: object | None = dataclasses.field(default=None, metadata={"flag": False})
@@ -158,7 +163,13 @@ class FinetuningOptions:
         require_exactly_one(
             init_checkpoint=self.init_checkpoint, preset=self.preset, config=self.config
         )
-        for name in ("batch_size", "train_steps", "num_evaluations", "steps_per_execution"):
+        for name in (
+            "batch_size",
+            "train_steps",
+            "num_evaluations",
+            "steps_per_execution",
+            "lora_rank",
+        ):
             if getattr(self, name) is not None:
                 require_positive_int(name, getattr(self, name))
         require_int("sequence_length", self.sequence_length, 3, optional=True)

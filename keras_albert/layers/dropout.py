@@ -1,9 +1,11 @@
 """Dropout whose replicas each draw their own masks."""
 
 import keras
-import tensorflow as tf  # the backend keras_albert runs on: its replica context
 
 from keras_albert.validation import require_rate
+
+if keras.backend.backend() == "tensorflow":
+    import tensorflow as tf  # the replica context of a `tf.distribute` strategy
 
 
 @keras.saving.register_keras_serializable(package="keras_albert")
@@ -20,7 +22,9 @@ class ReplicaDropout(keras.layers.Dropout):
     run draws the masks it would have drawn (`training.checkpoints`); the replicas' masks are
     independent, each a function of the generator's seed, the number of draws before it and
     the replica id. With one replica (no strategy, `OneDeviceStrategy`) nothing is folded: the
-    masks are `keras.layers.Dropout`'s, bit for bit.
+    masks are `keras.layers.Dropout`'s, bit for bit. On JAX and PyTorch it IS
+    `keras.layers.Dropout`: `keras.distribution.DataParallel` draws one mask for the global
+    batch (an array sharded over the devices), so no two devices share a pattern.
 
     Args:
         rate: float in [0, 1), the fraction of the inputs set to 0 in training.
@@ -42,8 +46,10 @@ class ReplicaDropout(keras.layers.Dropout):
         super().__init__(rate, seed=seed, **kwargs)
 
     def call(self, inputs, training=False):
+        if keras.backend.backend() != "tensorflow" or not (training and self.rate > 0):
+            return super().call(inputs, training=training)
         context = tf.distribute.get_replica_context()  # None in a cross-replica context
-        if not (training and self.rate > 0) or context is None or context.num_replicas_in_sync == 1:
+        if context is None or context.num_replicas_in_sync == 1:
             return super().call(inputs, training=training)
         # The (2,) int64 state to int32 as Keras's TensorFlow backend casts it for every
         # stateless op (XLA takes int32 seeds only).

@@ -5,8 +5,10 @@ import math
 import threading
 
 import keras
-import tensorflow as tf  # the backend keras_albert runs on: the served graph's exact form
 from keras import ops
+
+if keras.backend.backend() == "tensorflow":
+    import tensorflow as tf  # the served graph's exact form
 
 _FUSED_DTYPES = ("bfloat16", "float16")
 # The fused kernel builds its oneDNN primitives on every call: about 0.1 ms however few the
@@ -71,7 +73,8 @@ class LayerNorm(keras.layers.LayerNormalization):
     differs from the exact float32 result by up to ≈ 5e-4 (measured, width 64 and 768): far
     below bfloat16's own rounding (≈ 4e-3 relative), too far for a float32 model, which keeps
     Keras's graph. Anything but the last axis with centering and scaling (ALBERT's only use)
-    falls back to Keras's graph too.
+    falls back to Keras's graph too, as does every call on JAX and PyTorch (the rewrite is
+    TensorFlow's).
 
     Example:
     >>> LayerNorm(epsilon=1e-12)(ops.ones((1, 3, 8))).shape
@@ -82,7 +85,8 @@ class LayerNorm(keras.layers.LayerNormalization):
         rank = len(inputs.shape)
         axes = self.axis if isinstance(self.axis, (list, tuple)) else [self.axis]
         if (
-            keras.backend.standardize_dtype(self.compute_dtype) not in _FUSED_DTYPES
+            keras.backend.backend() != "tensorflow"
+            or keras.backend.standardize_dtype(self.compute_dtype) not in _FUSED_DTYPES
             or self.rms_scaling
             or not (self.center and self.scale)
             or [axis % rank for axis in axes] != [rank - 1]

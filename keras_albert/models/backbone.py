@@ -10,11 +10,16 @@ from keras_albert.layers import (
     TransformerEncoder,
 )
 from keras_albert.models.cast_once import cast_once
+from keras_albert.models.functional import FunctionalModel
 from keras_albert.validation import require_int
+
+# The layers `enable_lora` adapts: the attention's query and value projections (LoRA's paper,
+# keras-hub's default for ALBERT).
+LORA_LAYER_NAMES = ("query", "value")
 
 
 @keras.saving.register_keras_serializable(package="keras_albert")
-class AlbertBackbone(keras.Model):
+class AlbertBackbone(FunctionalModel):
     """The ALBERT encoder network (Lan et al., 2020, "ALBERT: A Lite BERT", arXiv:1909.11942).
 
     Token ids become E-wide factorized embeddings projected to H, then `num_layers`
@@ -172,6 +177,24 @@ class AlbertBackbone(keras.Model):
         weights = [weight for layer in self.encoder_layers for weight in layer.weights]
         with cast_once(weights, self.compute_dtype):
             return super().call(inputs, training=training, mask=mask, **kwargs)
+
+    def enable_lora(self, rank: int, target_layer_names=LORA_LAYER_NAMES) -> None:
+        """LoRA (Hu et al., 2021, arXiv:2106.09685) on the attention's query and value
+        projections, through Keras's own `Dense.enable_lora`, as keras-hub's
+        `Backbone.enable_lora`: every other weight of the backbone is frozen, so that only the
+        adapters (rank `rank`, shared across depth as the blocks are; with the two layers'
+        biases) and a task head built on the backbone train. A saved model (`.keras`,
+        `.weights.h5`) carries the adapters merged into the kernels (`kernel + A·B·alpha/rank`)
+        and loads as a plain backbone; `keras_albert.models.lora.merged_lora` merges them in
+        memory."""
+        require_int("rank", rank, 1)
+        self.trainable = True
+        for layer in self._flatten_layers(include_self=False):
+            layer.trainable = False
+        for layer in self._flatten_layers(include_self=False):
+            if layer.name in target_layer_names and isinstance(layer, keras.layers.Dense):
+                layer.trainable = True
+                layer.enable_lora(rank)
 
     @property
     def token_embedding(self):

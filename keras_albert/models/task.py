@@ -2,8 +2,10 @@
 
 import keras
 
+from keras_albert.models.functional import FunctionalModel
 
-class AlbertTask(keras.Model):
+
+class AlbertTask(FunctionalModel):
     """Base of the functional models built on an `AlbertBackbone`; serializes the backbone.
 
     Subclasses store their extra constructor arguments in `task_config()`.

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import keras
-import tensorflow as tf
 from keras import ops
+
+if keras.backend.backend() == "tensorflow":
+    import tensorflow as tf  # the number of replicas of a `tf.distribute` strategy
 
 # Added to the weight sum, as the original, so that a batch without predictions gives 0.
 MASKED_LM_DENOMINATOR_EPSILON = 1e-5
@@ -28,7 +30,8 @@ class MaskedLMLoss(keras.losses.Loss):
     Keras does for its own losses) — what the original did on a TPU, each core with its own
     share of the batch. It equals the single-device loss of the global batch when every
     replica's share has the same weight sum (e.g. always `max_predictions_per_sequence` real
-    predictions).
+    predictions). On JAX (`keras.distribution`) the loss is the global batch's, computed once:
+    nothing to divide.
 
     Args:
         name: optional name of the loss. Defaults to `"masked_lm_loss"`.
@@ -69,6 +72,8 @@ class MaskedLMLoss(keras.losses.Loss):
 
 def _scale_for_replicas(loss):
     """Divides by the number of replicas: summing the replicas' gradients averages them."""
+    if keras.backend.backend() != "tensorflow":
+        return loss
     num_replicas = tf.distribute.get_strategy().num_replicas_in_sync
     if num_replicas > 1:
         loss = loss / num_replicas
@@ -94,21 +99,20 @@ def pretraining_sums(labels: dict, outputs: dict, weights: dict) -> dict:
     sums = {}
     for task, name in (("mlm_logits", "mlm"), ("sop_logits", "sop")):
         # float32 (the logits are float32 under the mixed policies), float64 in float64 runs.
-        dtype = tf.float64 if outputs[task].dtype == tf.float64 else tf.float32
-        logits = tf.cast(outputs[task], dtype)
-        label = tf.cast(labels[task], tf.int32)
-        weight = tf.cast(weights[task], dtype)
-        nll = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=label, logits=logits)
-        hits = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), label), dtype)
-        sums[f"{name}_nll"] = tf.reduce_sum(weight * nll)
-        sums[f"{name}_weight"] = tf.reduce_sum(weight)
-        sums[f"{name}_hits"] = tf.reduce_sum(weight * hits)
+        float64 = keras.backend.standardize_dtype(outputs[task].dtype) == "float64"
+        dtype = "float64" if float64 else "float32"
+        logits = ops.cast(outputs[task], dtype)
+        label = ops.cast(labels[task], "int32")
+        weight = ops.cast(weights[task], dtype)
+        nll = ops.sparse_categorical_crossentropy(label, logits, from_logits=True)
+        hits = ops.cast(ops.equal(ops.cast(ops.argmax(logits, -1), "int32"), label), dtype)
+        sums[f"{name}_nll"] = ops.sum(weight * nll)
+        sums[f"{name}_weight"] = ops.sum(weight)
+        sums[f"{name}_hits"] = ops.sum(weight * hits)
     return sums
 
 
-def pretraining_loss(
-    sums: dict, global_sums: dict, sentence_order_loss_weight: float = 1.0
-) -> tf.Tensor:
+def pretraining_loss(sums: dict, global_sums: dict, sentence_order_loss_weight: float = 1.0):
     """This share's part of the global batch's loss: summed over the shares (replicas) it is
 
     ```
@@ -122,7 +126,7 @@ def pretraining_loss(
     for `model.fit`).
     """
     mlm = sums["mlm_nll"] / (global_sums["mlm_weight"] + MASKED_LM_DENOMINATOR_EPSILON)
-    sop = sums["sop_nll"] / tf.maximum(global_sums["sop_weight"], 1.0)
+    sop = sums["sop_nll"] / ops.maximum(global_sums["sop_weight"], 1.0)
     return mlm + sentence_order_loss_weight * sop
 
 

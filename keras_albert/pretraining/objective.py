@@ -2,8 +2,9 @@
 loop's `replica_fn` (this replica's share of the global batch's loss, normalized by the global
 counts so that it does not depend on how the batch is split, and the sums the logs are made
 of), and `compile_pretrainer`, the same losses and Keras's metrics for `model.fit` and for what
-`pretrainer.keras` carries. The losses themselves are `keras_albert.pretraining.losses`; the
-pretraining driver (`keras_albert.pretraining.driver`) uses both.
+`pretrainer.keras` carries (on every Keras backend). The losses themselves are
+`keras_albert.pretraining.losses`; the pretraining driver (`keras_albert.pretraining.driver`)
+uses both.
 """
 
 from __future__ import annotations
@@ -17,12 +18,14 @@ from keras_albert.pretraining.losses import (
     pretraining_sums,
     sentence_order_loss,
 )
-from keras_albert.training.loop import global_sum
 
 
 def pretraining_replica_fn(sentence_order_loss_weight: float = 1.0):
     """The loop's `replica_fn` for MLM + SOP: this replica's share of the global batch's loss
     (normalized by the global counts, `losses.pretraining_loss`) and its sums."""
+    # The loop is TensorFlow's (`tf.distribute`): imported here, so that `compile_pretrainer`
+    # runs on every Keras backend.
+    from keras_albert.training.loop import global_sum
 
     def replica_fn(model, batch, training):
         x, labels, weights = batch

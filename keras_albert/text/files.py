@@ -1,7 +1,7 @@
-"""Writing finished artifacts atomically (a reader never sees half of one): text on any file
-system `tf.io.gfile` knows (local paths, `gs://` and the others TensorFlow registers), and
-whole files or directories (a converted checkpoint, an export) written beside their path and
-renamed into place (`write_atomically`)."""
+"""Writing finished artifacts atomically (a reader never sees half of one): text on a local
+disk or any file system `tf.io.gfile` knows (`gs://` and the others TensorFlow registers; only
+those need TensorFlow), and whole files or directories (a converted checkpoint, an export)
+written beside their path and renamed into place (`write_atomically`)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,8 @@ import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 
-import tensorflow as tf
-
 from keras_albert.directories import first_existing, require_new_directory
+from keras_albert.lazy import require_tensorflow
 
 
 def write_text_atomically(path: str | os.PathLike, text: str) -> None:
@@ -24,15 +23,27 @@ def write_text_atomically(path: str | os.PathLike, text: str) -> None:
     see whole or not at all)."""
     path = os.fspath(path)
     directory = directory_of(path)
-    tf.io.gfile.makedirs(directory)
     temporary = _join(directory, f".tmp-{uuid.uuid4().hex}")
+    if not is_remote(path):
+        os.makedirs(directory, exist_ok=True)
+        try:
+            with open(temporary, "wb") as file:
+                file.write(text.encode("utf-8"))
+            os.replace(temporary, path)
+        except BaseException:
+            if os.path.lexists(temporary):
+                os.remove(temporary)
+            raise
+        return
+    gfile = require_tensorflow("write_text_atomically").io.gfile  # gs:// and the like
+    gfile.makedirs(directory)
     try:
-        with tf.io.gfile.GFile(temporary, "w") as file:
+        with gfile.GFile(temporary, "w") as file:
             file.write(text.encode("utf-8"))
-        tf.io.gfile.rename(temporary, path, overwrite=True)
+        gfile.rename(temporary, path, overwrite=True)
     except BaseException:
-        if tf.io.gfile.exists(temporary):
-            tf.io.gfile.remove(temporary)
+        if gfile.exists(temporary):
+            gfile.remove(temporary)
         raise
 
 

@@ -18,9 +18,10 @@ from __future__ import annotations
 import functools
 import sys
 import unicodedata
+from typing import TYPE_CHECKING
 
-import tensorflow as tf
-import tensorflow_text as tf_text
+if TYPE_CHECKING:
+    import tensorflow as tf
 
 # The tokenizer's normalization options and their defaults (the original recipe's). A run
 # records those it changed (`changed_normalization`) so that its export normalizes the same.
@@ -115,6 +116,9 @@ def normalize_text_graph(
     normalize_quotes: bool = False,
 ) -> tf.Tensor:
     """`normalize_text` with TensorFlow ops, elementwise over a `tf.string` tensor."""
+    import tensorflow as tf  # the graph form only: `normalize_text` needs no TensorFlow
+    import tensorflow_text as tf_text
+
     text = tf.strings.unicode_transcode(
         text, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
     )
@@ -132,6 +136,8 @@ def normalize_text_graph(
 
 
 def lower_keeping_nul(text: tf.Tensor) -> tf.Tensor:
+    import tensorflow as tf
+
     # tf.strings.lower stops at the first NUL character and drops the rest of the string, so
     # the NUL-free parts are lowercased separately and joined again.
     # (Join's `separator` attribute cannot hold a NUL either, hence the append-and-trim.)

@@ -20,18 +20,13 @@ import tensorflow as tf
 
 from keras_albert.text.files import is_remote, write_text_atomically
 from keras_albert.training.checkpoints import restore_training_checkpoint
+from keras_albert.training.run_records import (  # noqa: F401  (their home; read here too)
+    RUN_FILE,
+    read_record,
+    read_run_file,
+)
 
-RUN_FILE = "run.json"
-# Where fine-tuning wrote its run.json before both drivers wrote it in the output directory.
-_LEGACY_RUN_FILE_DIRECTORY = "checkpoints"
 LOCK_FILE = "run.lock"
-# Names an earlier run.json used → today's (so runs started before the renames resume).
-_RENAMED_RUN_KEYS = {
-    "total_steps": "train_steps",
-    "sentencepiece_model": "vocabulary",
-    "epochs": "num_evaluations",  # fine-tuning's count of evaluations
-    "squad_answerability": "answerability",
-}
 
 
 def check_output_dir(path: str) -> None:
@@ -87,32 +82,6 @@ def write_summary(output_dir: str, summary: dict) -> str:
     text = json.dumps(summary, indent=2, sort_keys=True)
     write_text_atomically(os.path.join(output_dir, "summary.json"), text + "\n")
     return text
-
-
-def read_record(directory: str, name: str = RUN_FILE) -> dict | None:
-    """The JSON object `directory/name` records (`run.json`, `summary.json`), its keys under
-    today's names; None when there is no such file (or it holds no object)."""
-    path = os.path.join(directory, name)
-    if not tf.io.gfile.exists(path) or tf.io.gfile.isdir(path):
-        return None
-    with tf.io.gfile.GFile(path, "r") as f:
-        recorded = json.load(f)
-    if not isinstance(recorded, dict):
-        return None
-    # A key is renamed only when the file lacks its new name (a record that has both is of
-    # today's options, where the old name may be a field of its own).
-    renamed = {old: new for old, new in _RENAMED_RUN_KEYS.items() if new not in recorded}
-    return {renamed.get(key, key): value for key, value in recorded.items()}
-
-
-def read_run_file(output_dir: str) -> dict | None:
-    """The options a run in `output_dir` recorded (`output_dir/run.json`, for every driver;
-    fine-tuning wrote `checkpoints/run.json` before), under today's names, or None."""
-    for directory in (output_dir, os.path.join(output_dir, _LEGACY_RUN_FILE_DIRECTORY)):
-        recorded = read_record(directory)
-        if recorded is not None:
-            return recorded
-    return None
 
 
 def run_record(options, free: tuple[str, ...]) -> dict:

@@ -1,0 +1,49 @@
+"""Fixtures of the backend tests: a Python that runs a script on another Keras backend, in a
+subprocess (KERAS_BACKEND is read once, when Keras is imported), with TensorFlow importable or
+not."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+REPOSITORY = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HERE = os.path.dirname(os.path.abspath(__file__))
+# The modules a Python without TensorFlow cannot import (`sys.modules[name] = None`).
+TENSORFLOW_MODULES = ("tensorflow", "tensorflow_text", "tensorflow_serving", "tensorflow_hub")
+
+
+def run_on_backend(
+    script: str, backend: str, *args: str, tensorflow: bool = False, env: dict | None = None
+) -> dict:
+    """Runs `tests/backends/<script> ARGS` under `backend`; returns the JSON object it prints
+    last. Without `tensorflow` a `sitecustomize` (on a temporary PYTHONPATH) blocks it."""
+    path = [REPOSITORY]
+    if not tensorflow:
+        shim = os.path.join(args[0], "without_tensorflow")
+        os.makedirs(shim, exist_ok=True)
+        with open(os.path.join(shim, "sitecustomize.py"), "w") as file:
+            file.write(
+                f"import sys\nfor name in {TENSORFLOW_MODULES!r}:\n    sys.modules[name] = None\n"
+            )
+        path.insert(0, shim)
+    environment = {
+        **os.environ,
+        "KERAS_BACKEND": backend,
+        "PYTHONPATH": os.pathsep.join(path),
+        "TF_CPP_MIN_LOG_LEVEL": "3",
+        "JAX_PLATFORMS": "cpu",
+        **(env or {}),
+    }
+    completed = subprocess.run(
+        [sys.executable, os.path.join(HERE, script), *args],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if completed.returncode != 0:
+        pytest.fail(f"{script} on {backend} failed:\n{completed.stderr[-6000:]}")
+    return json.loads(completed.stdout.strip().splitlines()[-1])

@@ -1,0 +1,66 @@
+"""Run as `python without_tensorflow_run.py WORK_DIR` with TensorFlow made unimportable (the
+`sitecustomize` of `test_without_tensorflow.py`) and KERAS_BACKEND=jax or torch: the models,
+the configs, the presets and the TF-free converters work; what needs TensorFlow says so in one
+line. Prints one JSON object."""
+
+import json
+import os
+import subprocess
+import sys
+
+import keras
+import numpy as np
+
+import keras_albert
+from keras_albert import AlbertClassifier, AlbertConfig, load_checkpoint, save_checkpoint
+
+work_dir = sys.argv[1]
+results = {
+    "tensorflow_loaded": "tensorflow" in sys.modules and sys.modules["tensorflow"] is not None
+}
+config = AlbertConfig(
+    vocabulary_size=64,
+    embedding_dim=8,
+    hidden_dim=16,
+    intermediate_dim=32,
+    num_layers=2,
+    num_heads=2,
+    max_sequence_length=16,
+)
+model = AlbertClassifier(keras_albert.AlbertBackbone.from_albert_config(config), num_classes=3)
+ids = np.array([[2, 10, 11, 3, 0]], "int32")
+inputs = {"token_ids": ids, "segment_ids": 0 * ids, "padding_mask": (ids != 0).astype("int32")}
+expected = keras.ops.convert_to_numpy(model(inputs))
+for name, format in (("model.keras", "keras"), ("hf", "hf"), ("keras_hub", "keras_hub")):
+    path = os.path.join(work_dir, name)
+    save_checkpoint(model, path, format=format)
+    loaded = load_checkpoint(path)
+    results[name] = float(np.abs(keras.ops.convert_to_numpy(loaded(inputs)) - expected).max())
+model.save_weights(os.path.join(work_dir, "model.weights.h5"))
+loaded = load_checkpoint(
+    os.path.join(work_dir, "model.weights.h5"), model="classification", config=config, num_classes=3
+)
+results["model.weights.h5"] = float(
+    np.abs(keras.ops.convert_to_numpy(loaded(inputs)) - expected).max()
+)
+results["preset"] = keras_albert.get_preset("albert_base_v2").hidden_dim
+
+errors = {}
+for name, use in (
+    ("AlbertTokenizer", lambda: keras_albert.AlbertTokenizer("unused.model")),
+    ("export_for_serving", lambda: __import__("keras_albert.export").export.export_for_serving),
+):
+    try:
+        use()
+    except ImportError as error:
+        errors[name] = str(error)
+results["errors"] = errors
+# A tool: one line on stderr, status 1.
+tool = os.path.join(os.path.dirname(__file__), "..", "..", "tools", "export_saved_model.py")
+completed = subprocess.run(
+    [sys.executable, tool, os.path.join(work_dir, "model.keras"), "--name", "sst2"],
+    capture_output=True,
+    text=True,
+)
+results["tool"] = [completed.returncode, completed.stderr.strip().splitlines()]
+print(json.dumps(results))
