@@ -63,14 +63,19 @@ def pytest_addoption(parser):
 # would keep a worker busy minutes after the other ran out of files.
 LONGEST_FILES_FIRST = (
     "tests/test_main_job.py",
-    "tests/test_guides.py",
-    "tests/export/test_wordpiece_task_exports.py",
+    "tests/pretraining/test_driver.py",
     "tests/finetuning/test_resume.py",
-    "tests/export/test_serving_export.py",
-    "tests/finetuning/test_tasks.py",
+    "tests/finetuning/test_driver.py",
+    "tests/backends/test_parity.py",
+    "tests/test_tool_errors.py",
+    "tests/test_guides.py",
     "tests/export/test_task_exports.py",
-    "tests/text/test_wordpiece_offsets.py",
-    "tests/test_accelerator_checklist.py",
+    "tests/finetuning/test_precision.py",
+    "tests/finetuning/test_tasks.py",
+    "tests/export/test_serving_export.py",
+    "tests/export/test_wordpiece_task_exports.py",
+    "tests/tasks/classification/test_reader.py",
+    "tests/export/test_tfhub_export.py",
 )
 
 

@@ -216,6 +216,7 @@ def test_rerun_skips_every_finished_step(quick_run, tmp_path):
     assert sorted(p.name for p in (quick_run.saved / "albert_sst2_quick").iterdir()) == ["1"]
 
 
+@pytest.mark.slow  # a second pretraining of the quick job (CI runs it)
 def test_force_after_a_finished_run_retrains_pretraining_from_step_0(quick_run, tmp_path):
     work_dir = copy_of(quick_run, tmp_path)
     finished = json.loads((work_dir / "steps" / "pretraining.json").read_text())

@@ -96,7 +96,20 @@ def _read_predictions(path):
         return list(csv.DictReader(file, delimiter="\t"))
 
 
-@pytest.mark.parametrize("task", ["SST-2", "MRPC", "STS-B", "CoLA", "RTE", "QQP", "MNLI", "QNLI"])
+# One single-sentence task, the regression and the three-way pair task run by default; the
+# other GLUE tasks (the same path with their own readers and metrics) with the slow ones.
+SLOW = pytest.mark.slow
+
+
+@pytest.mark.parametrize(
+    "task",
+    [
+        "SST-2",
+        "STS-B",
+        "MNLI",
+        *(pytest.param(name, marks=SLOW) for name in ("MRPC", "CoLA", "RTE", "QQP", "QNLI")),
+    ],
+)
 def test_every_task_end_to_end(task, tiny_config_path, tmp_path):
     # Two evaluations where the best-of choice matters most; one elsewhere, to stay fast.
     epochs = 2 if task in ("SST-2", "STS-B") else 1

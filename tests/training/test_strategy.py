@@ -117,6 +117,7 @@ def max_differences(a, b, floatx):
 TOLERANCE = {"float64": 1e-10, "float32": 3e-4}
 
 
+@pytest.mark.slow  # two logical CPUs in a process of its own (CI runs it)
 def test_mirrored_on_two_cpus_equals_one_device_with_the_same_global_batch(tmp_path):
     both_precisions = ["--floatx", "float32", "float64"]
     results = run_helpers(
@@ -153,6 +154,7 @@ def run_workers(worker_args, other_runs=(), helper=HELPER):
     return results
 
 
+@pytest.mark.slow  # two worker processes (CI runs it)
 def test_multi_worker_on_two_local_processes(tmp_path):
     common = ["--loop", "custom", "--floatx", "float32", "float64"]
     results = run_workers(
