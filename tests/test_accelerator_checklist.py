@@ -9,7 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
+# Each script trains its tiny model in every precision in a process of its own: the README's
+# test command skips them, CI runs them (--run-slow).
+pytestmark = pytest.mark.slow
 
 
 def run_tiny(script: str, tmp_path) -> dict:

@@ -85,9 +85,11 @@ def test_what_the_map_cannot_say():
     model = rewritten(True, True)
     assert sentencepiece_alone(model, ["In 1999, the"]) == [["▁in", "▁1999,", "▁the"]]
     assert tokenizer.encode_pieces("In 1999, the") == ["▁in", "▁1999", ",", "▁the"]
+    # (Whether the normalizer alone adds the dummy-prefix "▁" differs between sentencepiece
+    # 0.2.2 and 0.2.3: compared without it.)
     released = spm.SentencePieceNormalizer(model_file=str(ALBERT_MODEL))
-    assert released.Normalize(normalize_text("ΟΔΟΣ")) == "▁οδος"
-    assert spm.SentencePieceNormalizer(model_proto=model).Normalize("ΟΔΟΣ") == "▁οδοσ"
+    assert released.Normalize(normalize_text("ΟΔΟΣ")).lstrip("▁") == "οδος"
+    assert spm.SentencePieceNormalizer(model_proto=model).Normalize("ΟΔΟΣ").lstrip("▁") == "οδοσ"
 
 
 def test_the_rest_of_the_model_is_unchanged():
