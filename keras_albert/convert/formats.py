@@ -9,6 +9,9 @@ from keras_albert.convert.keras_hub import is_keras_hub_preset
 from keras_albert.convert.model_garden import is_tfhub_saved_model
 from keras_albert.lazy import require_tensorflow
 
+# What needs TensorFlow when a training output holds TF checkpoints and no .keras file.
+TRAINING_CHECKPOINTS = "load_checkpoint of a training output's TF checkpoints"
+
 FORMATS = (
     "auto",
     "preset",
@@ -98,5 +101,5 @@ def latest_training_checkpoint(directory: str) -> str | None:
     checkpoints = os.path.join(directory, "checkpoints")
     if not os.path.isdir(checkpoints):
         return None
-    tf = require_tensorflow("load_checkpoint of a training output's TF checkpoints")
+    tf = require_tensorflow(TRAINING_CHECKPOINTS)
     return tf.train.latest_checkpoint(checkpoints)

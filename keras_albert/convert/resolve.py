@@ -39,6 +39,7 @@ from keras_albert.config import AlbertConfig, get_preset
 from keras_albert.convert.formats import (
     FORMATS,
     RUN_FILES,
+    TRAINING_CHECKPOINTS,
     detect_format,
     latest_training_checkpoint,
     training_output_model,
@@ -317,7 +318,7 @@ def _load_training_output(directory: str, config: AlbertConfig | str | None):
     config = resolve_config(config) if config is not None else _recorded_config(directory)
     model = AlbertPretrainer(AlbertBackbone.from_albert_config(config))
     with _reading(checkpoint, "TensorFlow checkpoint (its .index and .data files)"):
-        tf = require_tensorflow("load_checkpoint of a training output's TF checkpoints")
+        tf = require_tensorflow(TRAINING_CHECKPOINTS)
         status = tf.train.Checkpoint(model=model).restore(checkpoint)
     status.expect_partial()  # the optimizer's slots and step are not wanted here
     status.assert_existing_objects_matched()  # but every weight of the model is
