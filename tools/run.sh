@@ -23,6 +23,24 @@ install() {
     cp setup.cfg "$stamp"
   fi
 }
+# A second environment without TensorFlow: keras + jax[cpu] (and safetensors), at the versions
+# .venv has, where the backend tests import the library from the source tree as a user without
+# TensorFlow would (tests/backends/test_without_tensorflow.py). Rebuilt when the versions change.
+install_without_tensorflow() {
+  local venv=.venv-without-tensorflow wanted
+  wanted=$(.venv/bin/python -c "from importlib.metadata import version as v
+print(' '.join(f'{name}=={v(name)}' for name in ('keras', 'jax', 'jaxlib', 'safetensors')))")
+  if [ ! -f "$venv/.installed" ] || [ "$(cat "$venv/.installed")" != "$wanted" ]; then
+    echo "== installing $wanted into $venv (no TensorFlow)"
+    rm -rf "$venv"
+    "$PYTHON" -m venv "$venv"
+    "$venv/bin/python" -m pip install -q --upgrade pip
+    # shellcheck disable=SC2086  # one argument per requirement
+    "$venv/bin/python" -m pip install -q $wanted
+    echo "$wanted" >"$venv/.installed"
+  fi
+  export KERAS_ALBERT_PYTHON_WITHOUT_TENSORFLOW="$PWD/$venv/bin/python"
+}
 export KERAS_BACKEND=tensorflow TF_CPP_MIN_LOG_LEVEL=2
 
 case "$what" in
@@ -33,6 +51,7 @@ case "$what" in
     ;;
   test)
     install ".[test]" test
+    install_without_tensorflow
     echo "== ruff"
     .venv/bin/ruff check keras_albert tools tests benchmarks
     echo "== import contracts"

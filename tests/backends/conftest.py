@@ -16,10 +16,16 @@ TENSORFLOW_MODULES = ("tensorflow", "tensorflow_text", "tensorflow_serving", "te
 
 
 def run_on_backend(
-    script: str, backend: str, *args: str, tensorflow: bool = False, env: dict | None = None
+    script: str,
+    backend: str,
+    *args: str,
+    tensorflow: bool = False,
+    env: dict | None = None,
+    python: str = sys.executable,
 ) -> dict:
-    """Runs `tests/backends/<script> ARGS` under `backend`; returns the JSON object it prints
-    last. Without `tensorflow` a `sitecustomize` (on a temporary PYTHONPATH) blocks it."""
+    """Runs `tests/backends/<script> ARGS` with `python` under `backend`; returns the JSON object
+    it prints last. Without `tensorflow` a `sitecustomize` (on a temporary PYTHONPATH) blocks
+    it (in an environment without TensorFlow, it has nothing to block)."""
     path = [REPOSITORY]
     if not tensorflow:
         shim = os.path.join(args[0], "without_tensorflow")
@@ -38,7 +44,7 @@ def run_on_backend(
         **(env or {}),
     }
     completed = subprocess.run(
-        [sys.executable, os.path.join(HERE, script), *args],
+        [python, os.path.join(HERE, script), *args],
         env=environment,
         capture_output=True,
         text=True,
