@@ -67,6 +67,12 @@ def best_model_probabilities(work_dir, texts):
     return softmax(logits, axis=-1)
 
 
+# The quick job runs every step of the pipeline (≈ 2.5 min on 2 cores, most of this module's
+# time); each step has its own tests elsewhere. Its checks run with the slow tests (CI runs
+# them: `--run-slow`), the flag tests below in every run.
+SMOKE_RUN = pytest.mark.slow
+
+
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory):
     """The quick main job, run once for the module's checks; tests that change its files
@@ -86,6 +92,7 @@ def copy_of(quick_run, tmp_path) -> pathlib.Path:
     return work_dir
 
 
+@SMOKE_RUN
 def test_quick_main_job_exports_and_serves_the_model_it_fine_tuned(quick_run):
     work_dir, saved = quick_run.work_dir, quick_run.saved
     summary = json.loads((work_dir / "summary.json").read_text())
@@ -117,6 +124,7 @@ def test_quick_main_job_exports_and_serves_the_model_it_fine_tuned(quick_run):
         assert prediction["class"] == ("negative", "positive")[prediction["label"]]
 
 
+@SMOKE_RUN
 def test_quick_summary_has_both_fine_tunings_and_the_pretraining_held_out_metrics(quick_run):
     work_dir = quick_run.work_dir
     summary = json.loads((work_dir / "summary.json").read_text())
@@ -183,6 +191,7 @@ def test_quick_summary_has_both_fine_tunings_and_the_pretraining_held_out_metric
     assert image[..., :3].std() > 0.05
 
 
+@SMOKE_RUN
 def test_quick_output_has_no_start_up_noise_and_no_trainer_dump(quick_run):
     output = quick_run.stdout + quick_run.stderr
     lines = output.replace("\r", "\n").splitlines()
@@ -195,6 +204,7 @@ def test_quick_output_has_no_start_up_noise_and_no_trainer_dump(quick_run):
     assert not re.search(r"\d\.\d{6,}", printed_summary), printed_summary
 
 
+@SMOKE_RUN
 def test_quick_progress_lines_carry_a_time_estimate(quick_run):
     output = quick_run.stdout.replace("\r", "\n")
     sections = dict(
@@ -207,6 +217,7 @@ def test_quick_progress_lines_carry_a_time_estimate(quick_run):
         assert not re.search(r"\bEpoch \d+/\d+", section), name  # log intervals are not epochs
 
 
+@SMOKE_RUN
 def test_rerun_skips_every_finished_step(quick_run, tmp_path):
     work_dir = copy_of(quick_run, tmp_path)
     rerun = run_main("--output-dir", str(work_dir), "--saved-models-dir", str(quick_run.saved))
@@ -216,7 +227,7 @@ def test_rerun_skips_every_finished_step(quick_run, tmp_path):
     assert sorted(p.name for p in (quick_run.saved / "albert_sst2_quick").iterdir()) == ["1"]
 
 
-@pytest.mark.slow  # a second pretraining of the quick job (CI runs it)
+@SMOKE_RUN  # and a second pretraining of the quick job
 def test_force_after_a_finished_run_retrains_pretraining_from_step_0(quick_run, tmp_path):
     work_dir = copy_of(quick_run, tmp_path)
     finished = json.loads((work_dir / "steps" / "pretraining.json").read_text())
@@ -310,6 +321,7 @@ def test_bad_model_fields_are_refused_naming_the_value():
 PROBE = REPO_ROOT / "tools" / "probe_saved_model.py"
 
 
+@SMOKE_RUN
 def test_the_probe_tool_classifies_with_class_names_and_full_precision(quick_run):
     export = quick_run.saved / "albert_sst2_quick" / "1"
     texts = ["a gorgeous , witty , seductive movie .", "a sour little movie at its core ."]

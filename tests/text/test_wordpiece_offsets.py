@@ -202,6 +202,7 @@ def test_graph_offsets_in_a_batch_with_invalid_utf8(tokenizer):
     assert [tokens["text"][i].numpy().decode() for i in range(3)] == decoded
 
 
+@pytest.mark.slow  # 1.1M characters through both paths: ≈ 30 s (CI runs it)
 def test_every_character_both_paths_equal(tokenizer):
     # Every Unicode scalar value between two letters: the graph's normalized characters line
     # up with the text's (the lengths of the whole-text and per-character normalizations agree
