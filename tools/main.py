@@ -2,17 +2,13 @@
 pretraining data → pretrained ALBERT → SST-2 from it and from scratch (3 seeds each) → TF
 Serving export → served in a fresh process → summary and curves.
 
-    python tools/main.py            # the full run, about an hour on 2 CPU cores (see below)
+    python tools/main.py            # the full run (≈ 15 min on 2 CPU cores, see README.md)
     python tools/main.py --quick    # every step in a few minutes (smoke test)
     python tools/main.py --force    # redo every step, pretraining from step 0 (the export
                                     # becomes a new version; versions are never overwritten)
 
-Duration on this project's 2-core AMD EPYC (AVX2 only), measured step by step (2026-11-24):
-corpus 1 s, tokenizer 10 s, data ~40 s, pretraining 2,400 XLA steps ≈ 21 minutes alone
-(1.9 steps/s; 57 minutes when it shared the cores with the test suite), six SST-2 runs of
-1,000 steps and 5 dev evaluations ≈ 6 minutes each (2.6 steps/s with another run beside it),
-export and serving check ≈ 20 s: about an hour.
-`--quick`: about 3 minutes on an idle machine (4.6 under load).
+What a run takes and gives, with the CPU and precision it was measured on: README.md's main
+job table and docs/benchmarks.md ("The main job").
 
 Every field of `MainJobOptions` (tools/main_job/options.py) is a flag; with `--quick`, the
 flags given override the quick variant's values.
