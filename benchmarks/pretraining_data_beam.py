@@ -63,9 +63,14 @@ def main():
     args = parser.parse_args()
     machine = prelude.header()
 
-    from keras_albert.text.tokenizer import AlbertTokenizer, read_vocabulary_file
+    from keras_albert.text.python_tokenizer import PythonTokenizer, read_vocabulary_file
+    from keras_albert.text.tokenizer import AlbertTokenizer
 
-    tokenizer = functools.partial(AlbertTokenizer, proto=read_vocabulary_file(SPM_MODEL))
+    # As the tool: the local engine's forked workers inherit an AlbertTokenizer; Beam's build a
+    # PythonTokenizer (the same ids, no TensorFlow imported) from the model's bytes.
+    model = read_vocabulary_file(SPM_MODEL)
+    tokenizer = functools.partial(AlbertTokenizer, proto=model)
+    beam_tokenizer = functools.partial(PythonTokenizer, proto=model)
     config = PretrainingDataConfig(
         sequence_length=args.sequence_length, dupe_factor=args.dupe_factor
     )
@@ -87,7 +92,7 @@ def main():
         def run():
             prefix = os.path.join(workdir, f"beam{workers}", "x")
             summary = create_pretraining_data_beam(
-                inputs, prefix, tokenizer, config, args.num_shards,
+                inputs, prefix, beam_tokenizer, config, args.num_shards,
                 ["--runner", "FnApiRunner", f"--direct_num_workers={workers}",
                  "--direct_running_mode=multi_processing"],
             )  # fmt: skip
