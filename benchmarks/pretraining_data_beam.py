@@ -8,7 +8,8 @@ the local tool with 1 and 2 processes (fork, its default on Linux) and the Beam 
 the DirectRunner's FnApiRunner in multi_processing mode with 1 and 2 workers. Each call is a
 whole run, end to end (workers started, files read, examples made, shards written), so no
 warm-up call. Beam's fixed cost (a run on three sentences: its worker processes start and
-import TensorFlow; the local tool's forked workers inherit the parent's) is measured apart.
+import Apache Beam and the data modules, not TensorFlow; the pipeline's stages run; the local
+tool's forked workers inherit their parent) is measured apart.
 All four write the same bytes (tests/pretraining/data/test_beam.py), so examples/s compare
 like for like.
 
@@ -102,7 +103,7 @@ def main():
         return run
 
     # A run on three sentences: the pipeline's fixed cost (workers started, each importing
-    # TensorFlow for the tokenizer; stages scheduled), nearly no work.
+    # Apache Beam and the data modules; stages scheduled), nearly no work.
     tiny = os.path.join(workdir, "tiny.txt")
     with open(tiny, "w") as handle:
         handle.write("Anne walked to the village. She met Mr. Elliot. It rained all day.\n")
@@ -162,7 +163,8 @@ def main():
     prelude.write_results(
         args.results_json,
         {
-            "options": vars(args), "load_at_end": load, "corpus_words": words,
+            "options": vars(args), "load_at_start": machine["load_average"],
+            "load_at_end": load, "corpus_words": words,
             "examples_per_run": num_examples,
             "rates": rates, "medians": medians, "beam2_over_local2": ratio,
             "scaling_1_to_2": scaling, "beam_fixed_seconds": startup,

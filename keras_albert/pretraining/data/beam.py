@@ -3,8 +3,14 @@ machine (Dataflow, Flink, Spark, or the DirectRunner's processes).
 
     files (expanded here, the local rules)  → Reshuffle
       → per file: documents → NSP partners → keyed records   (examples.py, as the local engine)
-      → (shard, record) → GroupByKey → sort a shard by (sort_key, record) → TFRecord file
-      → per-file summaries → CombineGlobally → {output_prefix}.summary.json
+      → (shard, a document's records of that shard), and (SUMMARY_KEY, the file's summary)
+      → GroupByKey → a shard's records sorted by (sort_key, record) → its TFRecord file;
+                     the summaries merged → {output_prefix}.summary.json
+
+One shuffle, in three stages: the records travel in batches (a document's records of one
+shard, not one element each) and the summaries with them, under a key of their own, rather
+than through a combiner's stages of their own (on the DirectRunner, each stage and each
+element crossing it is a cost the local engine has not).
 
 The work is the local engine's, function for function: `documents.iter_documents` through
 Beam's FileSystems (so `gs://`, `s3://`, `hdfs://` inputs), `examples.partner_documents` and
@@ -38,6 +44,7 @@ from keras_albert import validation
 from keras_albert.pretraining.data.config import PretrainingDataConfig
 from keras_albert.pretraining.data.documents import (
     LOCAL_FILES,
+    Document,
     InputFile,
     expand_input_files,
     iter_documents,
@@ -49,9 +56,11 @@ from keras_albert.pretraining.data.examples import (
     shard_paths,
 )
 from keras_albert.pretraining.data.records import frame_record
-from keras_albert.pretraining.data.summary import PretrainingDataSummary
+from keras_albert.pretraining.data.summary import DocumentStats, PretrainingDataSummary
 from keras_albert.pretraining.data.vocabulary import TokenizerLike, TokenTables
 
+# The GroupByKey key of the summaries (shards are 0 .. num_shards - 1).
+SUMMARY_KEY = -1
 _SUMMARY = "summary"
 # The original tool's settings (frozen: one shared instance is safe as a default).
 _DEFAULT_CONFIG = PretrainingDataConfig()
@@ -95,8 +104,26 @@ class _BeamFiles:
         return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
 
 
-class _FileRecords(beam.DoFn):
-    """One input file → `(shard, (sort_key, record))` and, tagged, the file's summary."""
+class _FileDocuments(beam.DoFn):
+    """One input file → its documents, each with its NSP partner; and, tagged `SUMMARY_KEY`,
+    `(SUMMARY_KEY, what reading the file counted)`."""
+
+    def __init__(self, config: PretrainingDataConfig):
+        self.config = config
+
+    def setup(self):
+        self.files = _BeamFiles()
+
+    def process(self, file: tuple[str, str]):
+        part = PretrainingDataSummary()
+        documents = iter_documents([InputFile(*file)], self.config, part, self.files)
+        yield from partner_documents(documents, self.config)
+        yield beam.pvalue.TaggedOutput(_SUMMARY, (SUMMARY_KEY, part))
+
+
+class _DocumentRecords(beam.DoFn):
+    """A document and its partner → `(shard, [(sort_key, record), ...])` per shard, and
+    `(SUMMARY_KEY, the document's stats)`."""
 
     def __init__(
         self,
@@ -109,56 +136,45 @@ class _FileRecords(beam.DoFn):
     def setup(self):
         self.tokenizer = self.tokenizer_factory()
         self.tables = TokenTables(self.tokenizer)
-        self.files = _BeamFiles()
 
-    def process(self, file: tuple[str, str]):
-        part = PretrainingDataSummary()
-        documents = iter_documents([InputFile(*file)], self.config, part, self.files)
-        for document, partner in partner_documents(documents, self.config):
-            stats, records = document_records(
-                document, partner, self.tokenizer, self.tables, self.config
-            )
-            part.merge_document(stats)
-            for item in records:
-                yield shard_of(item.sort_key, self.num_shards), (item.sort_key, item.record)
-        yield beam.pvalue.TaggedOutput(_SUMMARY, part)
+    def process(self, pair: tuple[Document, Document | None]):
+        stats, records = document_records(*pair, self.tokenizer, self.tables, self.config)
+        batches = {}
+        for item in records:
+            shard = shard_of(item.sort_key, self.num_shards)
+            batches.setdefault(shard, []).append((item.sort_key, item.record))
+        yield from batches.items()
+        yield SUMMARY_KEY, stats
 
 
-class _WriteShard(beam.DoFn):
+class _Write(beam.DoFn):
     """A shard's records sorted by `(sort_key, record)` into its TFRecord file, written under
-    a temporary name and renamed (a retry writes the same bytes again)."""
+    a temporary name and renamed (a retry writes the same bytes again); or, under
+    `SUMMARY_KEY`, every file's summary merged into `{output_prefix}.summary.json`."""
 
     def __init__(self, output_prefix: str, num_shards: int):
         self.paths = shard_paths(output_prefix, num_shards)
+        self.summary_path = f"{output_prefix}.summary.json"
 
     def process(self, element):
-        shard, values = element
-        path = self.paths[shard]
+        key, values = element
+        if key == SUMMARY_KEY:
+            summary = PretrainingDataSummary()
+            for part in values:  # files' and the launcher's counts; documents' stats
+                if isinstance(part, DocumentStats):
+                    summary.merge_document(part)
+                else:
+                    summary.merge(part)
+            _write_text(self.summary_path, summary.to_json())
+            yield self.summary_path
+            return
+        path = self.paths[key]
         partial = f"{path}.incomplete"
         with FileSystems.create(partial, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
-            for _, record in sorted(v for v in values if v is not None):
+            for _, record in sorted(item for batch in values for item in batch):
                 handle.write(frame_record(record))
         FileSystems.rename([partial], [path])
         yield path
-
-
-class _MergeSummaries(beam.CombineFn):
-    def create_accumulator(self):
-        return PretrainingDataSummary()
-
-    def add_input(self, summary, part):
-        summary.merge(part)
-        return summary
-
-    def merge_accumulators(self, summaries):
-        summaries = iter(summaries)
-        merged = next(summaries)
-        for summary in summaries:
-            merged.merge(summary)
-        return merged
-
-    def extract_output(self, summary):
-        return summary
 
 
 def _write_text(path: str, text: str) -> None:
@@ -230,27 +246,29 @@ def create_pretraining_data_beam(
     summary_path = f"{output_prefix}.summary.json"
 
     with beam.Pipeline(options=PipelineOptions(list(pipeline_args))) as pipeline:
-        made = (
+        documents = (
             pipeline
+            # Create spreads its elements (a reshuffle of its own).
             | "Files" >> beam.Create([(f.path, f.key) for f in files])
-            | "Spread" >> beam.Reshuffle()
-            | "Examples"
-            >> beam.ParDo(_FileRecords(tokenizer, config, num_shards)).with_outputs(
-                _SUMMARY, main="records"
+            | "Documents"
+            >> beam.ParDo(_FileDocuments(config)).with_outputs(_SUMMARY, main="documents")
+        )
+        made = (
+            documents.documents
+            | "SpreadDocuments" >> beam.Reshuffle()
+            | "Examples" >> beam.ParDo(_DocumentRecords(tokenizer, config, num_shards))
+        )
+        # Every shard (an empty one is written too) and what the launcher skipped.
+        start = [(i, []) for i in range(num_shards)] + [(SUMMARY_KEY, launcher_part)]
+        (
+            (
+                made,
+                documents[_SUMMARY],
+                pipeline | "EveryShard" >> beam.Create(start, reshuffle=False),
             )
-        )
-        every_shard = pipeline | "EveryShard" >> beam.Create([(i, None) for i in range(num_shards)])
-        (
-            (made.records, every_shard)
-            | "WithEmptyShards" >> beam.Flatten()
+            | "WithEveryShard" >> beam.Flatten()
             | "ByShard" >> beam.GroupByKey()
-            | "Write" >> beam.ParDo(_WriteShard(output_prefix, num_shards))
-        )
-        (
-            (made[_SUMMARY], pipeline | "Expansion" >> beam.Create([launcher_part]))
-            | "AllParts" >> beam.Flatten()
-            | "Summary" >> beam.CombineGlobally(_MergeSummaries())
-            | "WriteSummary" >> beam.Map(lambda s: _write_text(summary_path, s.to_json()))
+            | "Write" >> beam.ParDo(_Write(output_prefix, num_shards))
         )
 
     summary = PretrainingDataSummary.from_json(_read_text(summary_path))

@@ -216,17 +216,18 @@ def test_a_bundle_that_fails_once_is_retried_without_duplicates_or_losses(
 ):
     """The runner drops a failed bundle's outputs and runs it again; the retry makes the
     same records (a function of seed and document key), so nothing is doubled or lost."""
-    process = beam_engine._FileRecords.process
+    process = beam_engine._DocumentRecords.process
     marker = tmp_path / "failed_once"
 
-    def fails_once_midway(self, file):
-        for count, output in enumerate(process(self, file)):
-            if count == 5 and file[1] == "wiki/wiki_00" and not marker.exists():
+    def fails_once_midway(self, pair):
+        for count, output in enumerate(process(self, pair)):
+            # After the document's first batch of records.
+            if count == 1 and pair[0].key.startswith("wiki/wiki_00") and not marker.exists():
                 marker.write_text("failed")
                 raise RuntimeError("injected failure, first try")
             yield output
 
-    monkeypatch.setattr(beam_engine._FileRecords, "process", fails_once_midway)
+    monkeypatch.setattr(beam_engine._DocumentRecords, "process", fails_once_midway)
     beam = beam_engine.create_pretraining_data_beam(
         inputs_of(corpus), str(tmp_path / "x"), beam_tokenizer, config_of("sop", 3), NUM_SHARDS,
         ("--runner", "BundleBasedDirectRunner"),
