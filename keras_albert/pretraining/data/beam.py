@@ -1,16 +1,22 @@
 """The Beam engine: the local tool's pretraining data on Apache Beam, for a corpus beyond one
 machine (Dataflow, Flink, Spark, or the DirectRunner's processes).
 
-    files (expanded here, the local rules)  → Reshuffle
-      → per file: documents → NSP partners → keyed records   (examples.py, as the local engine)
-      → (shard, a document's records of that shard), and (SUMMARY_KEY, the file's summary)
+    files (expanded here, the local rules)  → Create (spread over the workers)
+      → per file: documents, each with its NSP partner        (read as the local engine reads)
+      → Reshuffle (documents spread over the workers)
+      → per document: keyed records                            (examples.py, as the local engine)
+      → (shard, the document's records of that shard), and (SUMMARY_KEY, its stats)
       → GroupByKey → a shard's records sorted by (sort_key, record) → its TFRecord file;
-                     the summaries merged → {output_prefix}.summary.json
+                     the summaries (files', documents', the launcher's) → summary.json
 
-One shuffle, in three stages: the records travel in batches (a document's records of one
-shard, not one element each) and the summaries with them, under a key of their own, rather
-than through a combiner's stages of their own (on the DirectRunner, each stage and each
-element crossing it is a cost the local engine has not).
+A file is the unit of reading (its documents are numbered in order and find their NSP partners
+in it); a document, as in the local engine, the unit of work: a corpus in a few huge files is
+read by a few workers but its examples are made by all of them. One shuffle of the records:
+they travel in batches (a document's records of one shard, not one element each), and the
+summaries with them under a key of their own rather than through a combiner's stages (on
+the DirectRunner each stage and each element crossing processes is a cost the local engine
+has not). A shard is sorted in one worker's memory: choose `num_shards` so that a shard is a
+few hundred MB.
 
 The work is the local engine's, function for function: `documents.iter_documents` through
 Beam's FileSystems (so `gs://`, `s3://`, `hdfs://` inputs), `examples.partner_documents` and
@@ -18,13 +24,12 @@ Beam's FileSystems (so `gs://`, `s3://`, `hdfs://` inputs), `examples.partner_do
 the shard and place its sort key gives, so a runner, a number of workers or a retried bundle
 cannot change the output: the files are byte for byte the local tool's.
 
-A file is the unit of work (its documents are numbered in order): a corpus in one huge file
-runs on one worker; split it first (WikiExtractor's `wiki_00` files are fine). A shard is
-sorted in one worker's memory: choose `num_shards` so that a shard is a few hundred MB.
-
 The tokenizer travels inside the DoFn: pass a picklable factory holding the model's bytes
-(`functools.partial(AlbertTokenizer, proto=model_bytes, ...)`), so workers need no access to
-the model file. This module imports apache_beam; nothing else in the library does.
+(`functools.partial(PythonTokenizer, proto=model_bytes, ...)`, `keras_albert.text.
+python_tokenizer`: AlbertTokenizer's ids without TensorFlow), so workers need no access to the
+model file. A worker imports neither Keras nor TensorFlow (`keras_albert._startup.
+is_beam_worker`): it starts in about a second rather than seven. This module imports
+apache_beam; nothing else in the library does.
 """
 
 from __future__ import annotations
