@@ -210,8 +210,9 @@ def create_pretraining_data_beam(
             beside `{output_prefix}.summary.json` (the summary, for detached runs).
         tokenizer: a picklable zero-argument factory of the tokenizer, called once per worker;
             it travels inside the pipeline (hold the model's bytes, not its path, for
-            remote workers). It is called once here first, so a bad model fails before the
-            pipeline starts.
+            remote workers): `functools.partial(PythonTokenizer, proto=model_bytes)`, whose
+            workers import no TensorFlow. It is called once here first, so a bad model fails
+            before the pipeline starts.
         config: how examples are made (as the local tool; `write_shuffle_buffer` unused).
         num_shards: output files; a record's shard and place come from its sort key.
         pipeline_args: Beam's own flags, untouched (`--runner DataflowRunner --project ...`).
@@ -227,7 +228,7 @@ def create_pretraining_data_beam(
     if isinstance(tokenizer, TokenizerLike) or not callable(tokenizer):
         raise TypeError(
             "`tokenizer` must be a picklable zero-argument factory of a TokenizerLike (it "
-            "travels to the workers), e.g. functools.partial(AlbertTokenizer, "
+            "travels to the workers), e.g. functools.partial(PythonTokenizer, "
             f"proto=model_bytes). Received: tokenizer of type {type(tokenizer).__name__}"
         )
     tokenizer()
