@@ -8,7 +8,8 @@ the local tool with 1 and 2 processes (fork, its default on Linux) and the Beam 
 the DirectRunner's FnApiRunner in multi_processing mode with 1 and 2 workers. Each call is a
 whole run, end to end (workers started, files read, examples made, shards written), so no
 warm-up call. Beam's fixed cost (a run on three sentences: its worker processes start and
-import TensorFlow; the local tool's forked workers inherit the parent's) is measured apart.
+import Apache Beam and the data modules, not TensorFlow; the pipeline's stages run; the local
+tool's forked workers inherit their parent) is measured apart.
 All four write the same bytes (tests/pretraining/data/test_beam.py), so examples/s compare
 like for like.
 
@@ -63,9 +64,14 @@ def main():
     args = parser.parse_args()
     machine = prelude.header()
 
-    from keras_albert.text.tokenizer import AlbertTokenizer, read_vocabulary_file
+    from keras_albert.text.python_tokenizer import PythonTokenizer, read_vocabulary_file
+    from keras_albert.text.tokenizer import AlbertTokenizer
 
-    tokenizer = functools.partial(AlbertTokenizer, proto=read_vocabulary_file(SPM_MODEL))
+    # As the tool: the local engine's forked workers inherit an AlbertTokenizer; Beam's build a
+    # PythonTokenizer (the same ids, no TensorFlow imported) from the model's bytes.
+    model = read_vocabulary_file(SPM_MODEL)
+    tokenizer = functools.partial(AlbertTokenizer, proto=model)
+    beam_tokenizer = functools.partial(PythonTokenizer, proto=model)
     config = PretrainingDataConfig(
         sequence_length=args.sequence_length, dupe_factor=args.dupe_factor
     )
@@ -87,7 +93,7 @@ def main():
         def run():
             prefix = os.path.join(workdir, f"beam{workers}", "x")
             summary = create_pretraining_data_beam(
-                inputs, prefix, tokenizer, config, args.num_shards,
+                inputs, prefix, beam_tokenizer, config, args.num_shards,
                 ["--runner", "FnApiRunner", f"--direct_num_workers={workers}",
                  "--direct_running_mode=multi_processing"],
             )  # fmt: skip
@@ -97,7 +103,7 @@ def main():
         return run
 
     # A run on three sentences: the pipeline's fixed cost (workers started, each importing
-    # TensorFlow for the tokenizer; stages scheduled), nearly no work.
+    # Apache Beam and the data modules; stages scheduled), nearly no work.
     tiny = os.path.join(workdir, "tiny.txt")
     with open(tiny, "w") as handle:
         handle.write("Anne walked to the village. She met Mr. Elliot. It rained all day.\n")
@@ -157,7 +163,8 @@ def main():
     prelude.write_results(
         args.results_json,
         {
-            "options": vars(args), "load_at_end": load, "corpus_words": words,
+            "options": vars(args), "load_at_start": machine["load_average"],
+            "load_at_end": load, "corpus_words": words,
             "examples_per_run": num_examples,
             "rates": rates, "medians": medians, "beam2_over_local2": ratio,
             "scaling_1_to_2": scaling, "beam_fixed_seconds": startup,

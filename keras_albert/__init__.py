@@ -4,30 +4,53 @@ and the exports on TensorFlow."""
 
 # First: TensorFlow without its start-up log lines (KERAS_ALBERT_VERBOSE=1 shows them), where
 # it is the backend.
-from keras_albert import _startup  # noqa: F401  isort: skip
+from keras_albert import _startup  # isort: skip
 
-from keras_albert.config import PRESETS, AlbertConfig, get_preset
-from keras_albert.convert import load_checkpoint, save_checkpoint
+import importlib
+
 from keras_albert.lazy import import_public
-from keras_albert.models import (
-    AlbertBackbone,
-    AlbertClassifier,
-    AlbertMaskedLM,
-    AlbertMultipleChoice,
-    AlbertPretrainer,
-    AlbertQuestionAnswerer,
-    AlbertTokenClassifier,
-)
-from keras_albert.tasks.registry import TASK_TYPES, get_task_type
 
-# Registers what a saved training output refers to (Lamb, its schedule, the MLM loss) with
-# Keras, so that `keras.models.load_model` needs nothing but `import keras_albert`. Keras finds
-# them by their registered names (`keras_albert>MaskedLMLoss`), not by the module a file
-# records, so files saved before a module moved still load.
-from keras_albert.pretraining import losses as _losses  # noqa: F401  isort: skip
-from keras_albert.training import clipping as _clipping  # noqa: F401  isort: skip
-from keras_albert.training import lamb as _lamb  # noqa: F401  isort: skip
-from keras_albert.training import schedule as _schedule  # noqa: F401  isort: skip
+# The models, configs, converters and task registry (they import Keras, and TensorFlow where it
+# is the backend), imported with the package; and what a saved training output refers to (Lamb,
+# its schedule, the MLM loss) registered with Keras, so that `keras.models.load_model` needs
+# nothing but `import keras_albert`. Keras finds them by their registered names
+# (`keras_albert>MaskedLMLoss`), not by the module a file records, so files saved before a
+# module moved still load. Not in an Apache Beam SDK worker (`_startup.is_beam_worker`: the
+# pretraining data's pipeline needs neither Keras nor TensorFlow): there they are imported when
+# one of these names is first used.
+_EAGER = {
+    "PRESETS": "config",
+    "AlbertConfig": "config",
+    "get_preset": "config",
+    "load_checkpoint": "convert",
+    "save_checkpoint": "convert",
+    "AlbertBackbone": "models",
+    "AlbertClassifier": "models",
+    "AlbertMaskedLM": "models",
+    "AlbertMultipleChoice": "models",
+    "AlbertPretrainer": "models",
+    "AlbertQuestionAnswerer": "models",
+    "AlbertTokenClassifier": "models",
+    "TASK_TYPES": "tasks.registry",
+    "get_task_type": "tasks.registry",
+}
+_KERAS_REGISTRATIONS = (
+    "pretraining.losses",
+    "training.clipping",
+    "training.lamb",
+    "training.schedule",
+)
+
+
+def _import_eager() -> None:
+    _startup.quiet_tensorflow_import()
+    for module in _KERAS_REGISTRATIONS:
+        importlib.import_module(f"{__name__}.{module}")
+    globals().update({name: import_public(__name__, m, name) for name, m in _EAGER.items()})
+
+
+if not _startup.is_beam_worker():  # where `_startup` imported TensorFlow (its backend)
+    _import_eager()
 
 __version__ = "0.1.0"
 
@@ -45,6 +68,9 @@ _LAZY = {
 
 
 def __getattr__(name: str):
+    if name in _EAGER:  # a Beam worker's first use of the models' part
+        _import_eager()
+        return globals()[name]
     if name in _LAZY:
         return import_public(__name__, _LAZY[name], name)
     raise AttributeError(f"module 'keras_albert' has no attribute {name!r}")

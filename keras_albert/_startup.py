@@ -2,7 +2,10 @@
 
 Only where TensorFlow is the Keras backend: with `KERAS_BACKEND=jax` or `torch` nothing here
 imports it (the exports, the tokenizer graph and the `tf.data` pipelines import it when used),
-and without TensorFlow installed the backend defaults to Keras's own choice.
+and without TensorFlow installed the backend defaults to Keras's own choice. Nor in an Apache
+Beam SDK worker (`is_beam_worker`), which runs the pretraining data's pipeline only: there
+`keras_albert/__init__.py` calls `quiet_tensorflow_import` when a name that needs Keras is
+first used.
 
 TensorFlow's C++ runtime writes `I0000 … cudart_stub`, `E0000 … failed call to cuInit` (on
 machines without a GPU: not an error) and oneDNN notes to file descriptor 2 while it loads,
@@ -27,6 +30,19 @@ def tensorflow_installed() -> bool:
     if "tensorflow" in sys.modules:
         return sys.modules["tensorflow"] is not None
     return importlib.util.find_spec("tensorflow") is not None
+
+
+# Beam's Python SDK worker, on every runner (the DirectRunner's processes, Dataflow, Flink and
+# Spark containers), runs as `python -m apache_beam.runners.worker.sdk_worker_main`.
+BEAM_WORKER_MAIN = "apache_beam.runners.worker.sdk_worker_main"
+
+
+def is_beam_worker() -> bool:
+    """Whether this process is an Apache Beam SDK worker: it runs the pretraining data's Beam
+    pipeline (`keras_albert.pretraining.data.beam`), which needs neither Keras nor TensorFlow,
+    so `import keras_albert` there loads neither until a name that needs them is used."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    return getattr(spec, "name", None) == BEAM_WORKER_MAIN
 
 
 def quiet_tensorflow_import() -> None:
@@ -58,4 +74,5 @@ def quiet_tensorflow_import() -> None:
     tf.get_logger().setLevel("ERROR")
 
 
-quiet_tensorflow_import()
+if not is_beam_worker():  # there `keras_albert` imports it when first needed
+    quiet_tensorflow_import()

@@ -132,3 +132,23 @@ def test_the_pretraining_data_loads_neither_the_driver_nor_the_loop():
     assert lines[1] == "keras_albert.pretraining.driver keras_albert.pretraining.options"
     # Apache Beam is the Beam engine's alone (`--engine beam`), an optional extra.
     assert lines[2] == "False"
+
+
+def test_a_beam_worker_imports_the_data_path_without_keras_and_the_rest_when_used():
+    # A Beam SDK worker (its main module is Beam's) runs the pretraining data's pipeline:
+    # `import keras_albert` there loads neither Keras nor TensorFlow; the first use of a name
+    # that needs them loads the rest, with the Keras registrations.
+    code = (
+        "import sys, types\n"
+        "sys.modules['__main__'].__spec__ = types.SimpleNamespace("
+        "name='apache_beam.runners.worker.sdk_worker_main')\n"
+        "import keras_albert.pretraining.data.beam, keras_albert.text.python_tokenizer\n"
+        "print(sorted(m for m in ('tensorflow', 'tensorflow_text', 'keras') if m in sys.modules))\n"
+        "from keras_albert import AlbertClassifier\n"
+        "import keras\n"
+        "print(AlbertClassifier.__module__, 'tensorflow' in sys.modules,"
+        " keras.saving.get_registered_object('keras_albert>Lamb').__module__)\n"
+    )
+    lines = fresh_python(code)
+    assert lines[0] == "[]"
+    assert lines[1] == "keras_albert.models.classifier True keras_albert.training.lamb"

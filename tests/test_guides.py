@@ -7,7 +7,8 @@ shell (bash) or one interpreter (python), in a scratch directory that looks like
 repository root (`tools/`, `data/` and `tests/` linked in, a `.venv/bin/activate` that puts
 this interpreter first on PATH). Each command is run exactly as the guide spells it, with a few
 budget flags appended (`SMALLER_BUDGETS`: the tools' own documented flags; argparse keeps the
-last value given), so that every group takes well under a minute of steps.
+last value given; before a `--` that starts Beam's options), so that every group takes well
+under a minute of steps.
 
 The guides continue each other as a user follows them: one tiny pretraining run
 (docs/guides/pretraining.md) is made once for this module and fine-tuned, served and used from
@@ -60,6 +61,7 @@ GROUP_TOOLS = {
     "english-serving": ["export_saved_model.py", "probe_saved_model.py"],
     "english-checkpoints": ["convert_checkpoint.py"] * 3 + ["export_saved_model.py"],
     "readme-python": [],
+    "beam-data": ["create_pretraining_data.py"],
     "chinese": [
         "split_dataset.py", "create_pretraining_data.py", "pretrain.py", "finetune.py",
         "export_saved_model.py", "probe_saved_model.py",
@@ -129,7 +131,10 @@ def run_group(name: str, root: pathlib.Path) -> subprocess.CompletedProcess:
     for command in commands:
         tool = re.search(r"tools/(\w+\.py)", command)
         extra = SMALLER_BUDGETS[tool.group(1)] if tool else ()
-        script.append(" ".join([command, *map(shlex.quote, extra)]))
+        # Before the `--` that starts Beam's own options (`--engine beam`), if any.
+        head, beam_options = (command.split(" -- ", 1) + [None])[:2]
+        command = " ".join([head, *map(shlex.quote, extra)])
+        script.append(command if beam_options is None else f"{command} -- {beam_options}")
     # One shell, as a user types them: `activate` holds for the commands after it; -e stops
     # at the first failing command and -x names it in the output.
     completed = subprocess.run(
@@ -198,6 +203,16 @@ def test_the_checkpoints_guide_converts_the_finetuned_model(sst2):
     assert (sst2 / "runs" / "sst2_from_hf.keras").is_file()
     assert (sst2 / "runs" / "sst2_keras_hub" / "config.json").is_file()
     assert (sst2 / "saved_models" / "sst2_lite" / "model.tflite").is_file()
+
+
+def test_the_pretraining_data_at_scale_guide_runs_beam_on_this_machine(tmp_path):
+    # Two DirectRunner worker processes; the shards equal the local engine's
+    # (tests/pretraining/data/test_beam.py).
+    run_group("beam-data", tmp_path)
+    data = tmp_path / "runs" / "beam_data"
+    summary = json.loads((data / "pretraining.summary.json").read_text())
+    assert summary["num_examples"] > 1000 and summary["num_files"] == 2, summary
+    assert len(list(data.glob("pretraining-*-of-00004.tfrecord"))) == 4
 
 
 def test_the_serving_guide_serves_the_finetuned_model(sst2):

@@ -142,7 +142,8 @@ def main(argv=None) -> int:
             2,
         )
 
-    from keras_albert.text.tokenizer import AlbertTokenizer, read_vocabulary_file
+    from keras_albert.text.python_tokenizer import PythonTokenizer, read_vocabulary_file
+    from keras_albert.text.tokenizer import AlbertTokenizer
 
     output_prefix = os.path.join(options.output_dir, options.file_prefix)
     if options.engine == "beam":
@@ -156,9 +157,10 @@ def main(argv=None) -> int:
         summary = create_pretraining_data_beam(
             options.inputs,
             output_prefix,
-            # The model's bytes travel with the pipeline: workers need no access to the file.
+            # The model's bytes travel with the pipeline: workers need no access to the file,
+            # and the Python tokenizer: they import no TensorFlow.
             functools.partial(
-                AlbertTokenizer,
+                PythonTokenizer,
                 proto=read_vocabulary_file(options.vocabulary),
                 lowercase=options.lowercase,
                 strip_accents=options.strip_accents,

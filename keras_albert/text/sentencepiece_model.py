@@ -20,15 +20,17 @@ import functools
 import os
 import re
 import sys
+from typing import TYPE_CHECKING
 
 import numpy as np
 import sentencepiece as spm
-import tensorflow as tf
-import tensorflow_text as tf_text
 from sentencepiece import sentencepiece_model_pb2
 
 from keras_albert.text.normalization import digit_class, normalize_text
-from keras_albert.text.packing import concat_rows
+
+if TYPE_CHECKING:
+    import tensorflow as tf
+    import tensorflow_text as tf_text
 
 SPIECE_UNDERLINE = "\u2581"
 
@@ -137,6 +139,10 @@ def split_digit_comma_graph(
     sentencepiece: tf_text.SentencepieceTokenizer, pieces: tf.RaggedTensor
 ) -> tf.RaggedTensor:
     """`split_digit_comma` on piece text with TensorFlow ops; `sentencepiece` gives pieces."""
+    import tensorflow as tf  # the graph form only: the Python path needs no TensorFlow
+
+    from keras_albert.text.packing import concat_rows
+
     # pieces: (num_texts, None) -> (num_texts, None) with "<digit>," pieces re-split.
     flat = pieces.flat_values  # (num_pieces,)
     num_pieces = tf.shape(flat, out_type=tf.int64)[0]

@@ -13,7 +13,8 @@ line) when it is given `vocab_file` and no `spm_model_file`: google-research/alb
    word longer than 200 characters, or one that cannot be spelled with the vocabulary, is
    `[UNK]`.
 
-`Wordpiece.tokenize` runs it in Python; `Wordpiece.tokenize_graph` with TensorFlow and
+`PythonWordpiece.tokenize` runs it in Python (no TensorFlow imported);
+`wordpiece_graph.Wordpiece.tokenize_graph` with TensorFlow and
 TensorFlow Text ops that exist in TF Text 2.12 (what TF Serving embeds): `regex_replace`,
 `lower`, `normalize_utf8`, `regex_split`, `WordpieceTokenizer` over a `StaticHashTable`.
 `tf_text.BertTokenizer` is not used, because its `BasicTokenizer` departs from the original:
@@ -47,11 +48,12 @@ from __future__ import annotations
 
 import functools
 import unicodedata
-
-import tensorflow as tf
-import tensorflow_text as tf_text
+from typing import TYPE_CHECKING
 
 from keras_albert.text.normalization import character_class, to_text
+
+if TYPE_CHECKING:
+    import tensorflow as tf
 
 # Tokens the ALBERT model needs, by attribute name, as the BERT vocabularies spell them.
 SPECIAL_TOKENS = {
@@ -169,7 +171,7 @@ def _punctuation_class() -> str:
 
 
 @functools.cache
-def _nonspacing_mark_class() -> str:
+def nonspacing_mark_class() -> str:
     return character_class(lambda char: unicodedata.category(char) == "Mn")
 
 
@@ -179,6 +181,8 @@ def _cjk_class() -> str:
 
 def prepare_graph(text: tf.Tensor) -> tf.Tensor:
     """`prepare_character` of every character, elementwise over valid UTF-8 `tf.string` text."""
+    import tensorflow as tf  # the graph form only: the Python path needs no TensorFlow
+
     text = tf.strings.regex_replace(text, _removed_class(), "")
     text = tf.strings.regex_replace(text, _whitespace_class(), " ")
     # The original's order: ideographs set apart before lowercasing and NFD (which, in
@@ -244,10 +248,10 @@ def basic_tokenize(text: str | bytes, lowercase: bool = True, strip_accents: boo
     return " ".join(words).split()
 
 
-class Wordpiece(tf.Module):
-    """BERT's basic tokenization and WordPiece over a vocabulary, in Python and in the graph.
-
-    Used by `AlbertTokenizer` for a vocabulary file; see the module docstring for the recipe.
+class PythonWordpiece:
+    """BERT's basic tokenization and WordPiece over a vocabulary, in Python (no TensorFlow:
+    `PythonTokenizer` and so the pretraining data workers); `wordpiece_graph.Wordpiece` adds
+    the graph path. See the module docstring for the recipe.
 
     Args:
         tokens: the vocabulary, in id order (`parse_vocabulary`); it must contain `[PAD]`,
@@ -263,9 +267,7 @@ class Wordpiece(tf.Module):
         tokens: list[str],
         lowercase: bool = True,
         strip_accents: bool = True,
-        name: str | None = None,
     ):
-        super().__init__(name=name)
         self.tokens = list(tokens)
         self.token_to_id = {token: index for index, token in enumerate(self.tokens)}
         if len(self.token_to_id) != len(self.tokens):
@@ -284,21 +286,6 @@ class Wordpiece(tf.Module):
         self.lowercase = lowercase
         self.strip_accents = strip_accents
         self.unk_token = SPECIAL_TOKENS["unk"]
-        self._table = tf.lookup.StaticHashTable(
-            tf.lookup.KeyValueTensorInitializer(
-                tf.constant(self.tokens, tf.string),
-                tf.range(len(self.tokens), dtype=tf.int64),
-            ),
-            default_value=-1,
-        )
-        self._wordpiece = tf_text.WordpieceTokenizer(
-            self._table,
-            suffix_indicator=SUFFIX_INDICATOR,
-            # Every word that reaches it has at most 200 characters of at most 4 bytes.
-            max_bytes_per_word=4 * MAX_CHARACTERS_PER_WORD,
-            token_out_type=tf.int64,
-            unknown_token=self.unk_token,
-        )
 
     # ----------------------------------------------------------------------------------------
     # Python path.
@@ -330,47 +317,3 @@ class Wordpiece(tf.Module):
             pieces.append(piece)
             start = end
         return pieces
-
-    # ----------------------------------------------------------------------------------------
-    # Graph path.
-
-    def words_graph(self, text: tf.Tensor) -> tf.RaggedTensor:
-        """`words` elementwise over a (num_texts,) `tf.string` tensor, as a
-        (num_texts, None) ragged tensor of words."""
-        text = tf.strings.unicode_transcode(
-            text, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
-        )
-        normalized = self.lower_and_strip_graph(prepare_graph(text))
-        return tf_text.regex_split(normalized, *word_split_patterns())
-
-    def lower_and_strip_graph(self, text: tf.Tensor) -> tf.Tensor:
-        """`lower_and_strip` with this tokenizer's options, elementwise over `tf.string` text
-        without NUL (`prepare_graph`'s)."""
-        if self.lowercase:
-            text = tf.strings.lower(text, encoding="utf-8")  # no NUL left to stop it
-        if self.strip_accents:
-            text = tf_text.normalize_utf8(text, "NFD")
-            text = tf.strings.regex_replace(text, _nonspacing_mark_class() + "+", "")
-        return text
-
-    def tokenize_graph(self, text: tf.Tensor) -> tf.RaggedTensor:
-        """Token ids of a (num_texts,) `tf.string` tensor, (num_texts, None) int32."""
-        words = self.words_graph(text)  # (num_texts, None)
-        ids, _, _ = self.split_words_graph(words.flat_values)  # (num_words, None)
-        return tf.cast(words.with_flat_values(ids).merge_dims(1, 2), tf.int32)
-
-    def split_words_graph(self, words: tf.Tensor) -> tuple[tf.RaggedTensor, ...]:
-        """`split_word` of a (num_words,) `tf.string` tensor of `words_graph`'s words: the
-        int64 ids and each token's `[begin, end)` byte offsets in its word, (num_words, None);
-        `[UNK]` spans its whole word."""
-        # A word longer than the limit is [UNK]; WordPiece spells the token "[UNK]" (a word
-        # with brackets never reaches it: they are punctuation) as the [UNK] id.
-        long = tf.strings.length(words, unit="UTF8_CHAR") > MAX_CHARACTERS_PER_WORD
-        ids, begins, ends = self._wordpiece.tokenize_with_offsets(
-            tf.where(long, self.unk_token, words)
-        )
-        unknown = ids.flat_values == self.token_to_id[self.unk_token]
-        word_bytes = tf.gather(tf.cast(tf.strings.length(words), tf.int64), ids.value_rowids())
-        begins = tf.where(unknown, tf.zeros_like(word_bytes), begins.flat_values)
-        ends = tf.where(unknown, word_bytes, ends.flat_values)
-        return ids, ids.with_flat_values(begins), ids.with_flat_values(ends)

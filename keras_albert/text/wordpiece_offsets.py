@@ -40,12 +40,12 @@ import tensorflow_text as tf_text
 
 from keras_albert.text.wordpiece import (
     SUFFIX_INDICATOR,
-    Wordpiece,
     lower_and_strip,
     prepare_character,
     prepare_graph,
     word_split_patterns,
 )
+from keras_albert.text.wordpiece_graph import Wordpiece
 
 # ---------------------------------------------------------------------------------------------
 # Python path.

@@ -10,7 +10,8 @@ import tensorflow as tf
 from transformers import BertTokenizer
 
 from keras_albert.text.tokenizer import AlbertTokenizer
-from keras_albert.text.wordpiece import MAX_CHARACTERS_PER_WORD, Wordpiece, parse_vocabulary
+from keras_albert.text.wordpiece import MAX_CHARACTERS_PER_WORD, parse_vocabulary
+from keras_albert.text.wordpiece_graph import Wordpiece
 from tests.text.text_data import ALBERT_MODEL, DATA
 
 VOCABULARY = DATA / "zh" / "vocab_chinese.txt"

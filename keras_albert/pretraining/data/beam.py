@@ -1,10 +1,22 @@
 """The Beam engine: the local tool's pretraining data on Apache Beam, for a corpus beyond one
 machine (Dataflow, Flink, Spark, or the DirectRunner's processes).
 
-    files (expanded here, the local rules)  → Reshuffle
-      → per file: documents → NSP partners → keyed records   (examples.py, as the local engine)
-      → (shard, record) → GroupByKey → sort a shard by (sort_key, record) → TFRecord file
-      → per-file summaries → CombineGlobally → {output_prefix}.summary.json
+    files (expanded here, the local rules)  → Create (spread over the workers)
+      → per file: documents, each with its NSP partner        (read as the local engine reads)
+      → Reshuffle (documents spread over the workers)
+      → per document: keyed records                            (examples.py, as the local engine)
+      → (shard, the document's records of that shard), and (SUMMARY_KEY, its stats)
+      → GroupByKey → a shard's records sorted by (sort_key, record) → its TFRecord file;
+                     the summaries (files', documents', the launcher's) → summary.json
+
+A file is the unit of reading (its documents are numbered in order and find their NSP partners
+in it); a document, as in the local engine, the unit of work: a corpus in a few huge files is
+read by a few workers but its examples are made by all of them. One shuffle of the records:
+they travel in batches (a document's records of one shard, not one element each), and the
+summaries with them under a key of their own rather than through a combiner's stages (on
+the DirectRunner each stage and each element crossing processes is a cost the local engine
+has not). A shard is sorted in one worker's memory: choose `num_shards` so that a shard is a
+few hundred MB.
 
 The work is the local engine's, function for function: `documents.iter_documents` through
 Beam's FileSystems (so `gs://`, `s3://`, `hdfs://` inputs), `examples.partner_documents` and
@@ -12,13 +24,12 @@ Beam's FileSystems (so `gs://`, `s3://`, `hdfs://` inputs), `examples.partner_do
 the shard and place its sort key gives, so a runner, a number of workers or a retried bundle
 cannot change the output: the files are byte for byte the local tool's.
 
-A file is the unit of work (its documents are numbered in order): a corpus in one huge file
-runs on one worker; split it first (WikiExtractor's `wiki_00` files are fine). A shard is
-sorted in one worker's memory: choose `num_shards` so that a shard is a few hundred MB.
-
 The tokenizer travels inside the DoFn: pass a picklable factory holding the model's bytes
-(`functools.partial(AlbertTokenizer, proto=model_bytes, ...)`), so workers need no access to
-the model file. This module imports apache_beam; nothing else in the library does.
+(`functools.partial(PythonTokenizer, proto=model_bytes, ...)`, `keras_albert.text.
+python_tokenizer`: AlbertTokenizer's ids without TensorFlow), so workers need no access to the
+model file. A worker imports neither Keras nor TensorFlow (`keras_albert._startup.
+is_beam_worker`): it starts in about a second rather than seven. This module imports
+apache_beam; nothing else in the library does.
 """
 
 from __future__ import annotations
@@ -38,6 +49,7 @@ from keras_albert import validation
 from keras_albert.pretraining.data.config import PretrainingDataConfig
 from keras_albert.pretraining.data.documents import (
     LOCAL_FILES,
+    Document,
     InputFile,
     expand_input_files,
     iter_documents,
@@ -49,9 +61,11 @@ from keras_albert.pretraining.data.examples import (
     shard_paths,
 )
 from keras_albert.pretraining.data.records import frame_record
-from keras_albert.pretraining.data.summary import PretrainingDataSummary
+from keras_albert.pretraining.data.summary import DocumentStats, PretrainingDataSummary
 from keras_albert.pretraining.data.vocabulary import TokenizerLike, TokenTables
 
+# The GroupByKey key of the summaries (shards are 0 .. num_shards - 1).
+SUMMARY_KEY = -1
 _SUMMARY = "summary"
 # The original tool's settings (frozen: one shared instance is safe as a default).
 _DEFAULT_CONFIG = PretrainingDataConfig()
@@ -95,8 +109,26 @@ class _BeamFiles:
         return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
 
 
-class _FileRecords(beam.DoFn):
-    """One input file → `(shard, (sort_key, record))` and, tagged, the file's summary."""
+class _FileDocuments(beam.DoFn):
+    """One input file → its documents, each with its NSP partner; and, tagged `SUMMARY_KEY`,
+    `(SUMMARY_KEY, what reading the file counted)`."""
+
+    def __init__(self, config: PretrainingDataConfig):
+        self.config = config
+
+    def setup(self):
+        self.files = _BeamFiles()
+
+    def process(self, file: tuple[str, str]):
+        part = PretrainingDataSummary()
+        documents = iter_documents([InputFile(*file)], self.config, part, self.files)
+        yield from partner_documents(documents, self.config)
+        yield beam.pvalue.TaggedOutput(_SUMMARY, (SUMMARY_KEY, part))
+
+
+class _DocumentRecords(beam.DoFn):
+    """A document and its partner → `(shard, [(sort_key, record), ...])` per shard, and
+    `(SUMMARY_KEY, the document's stats)`."""
 
     def __init__(
         self,
@@ -109,56 +141,45 @@ class _FileRecords(beam.DoFn):
     def setup(self):
         self.tokenizer = self.tokenizer_factory()
         self.tables = TokenTables(self.tokenizer)
-        self.files = _BeamFiles()
 
-    def process(self, file: tuple[str, str]):
-        part = PretrainingDataSummary()
-        documents = iter_documents([InputFile(*file)], self.config, part, self.files)
-        for document, partner in partner_documents(documents, self.config):
-            stats, records = document_records(
-                document, partner, self.tokenizer, self.tables, self.config
-            )
-            part.merge_document(stats)
-            for item in records:
-                yield shard_of(item.sort_key, self.num_shards), (item.sort_key, item.record)
-        yield beam.pvalue.TaggedOutput(_SUMMARY, part)
+    def process(self, pair: tuple[Document, Document | None]):
+        stats, records = document_records(*pair, self.tokenizer, self.tables, self.config)
+        batches = {}
+        for item in records:
+            shard = shard_of(item.sort_key, self.num_shards)
+            batches.setdefault(shard, []).append((item.sort_key, item.record))
+        yield from batches.items()
+        yield SUMMARY_KEY, stats
 
 
-class _WriteShard(beam.DoFn):
+class _Write(beam.DoFn):
     """A shard's records sorted by `(sort_key, record)` into its TFRecord file, written under
-    a temporary name and renamed (a retry writes the same bytes again)."""
+    a temporary name and renamed (a retry writes the same bytes again); or, under
+    `SUMMARY_KEY`, every file's summary merged into `{output_prefix}.summary.json`."""
 
     def __init__(self, output_prefix: str, num_shards: int):
         self.paths = shard_paths(output_prefix, num_shards)
+        self.summary_path = f"{output_prefix}.summary.json"
 
     def process(self, element):
-        shard, values = element
-        path = self.paths[shard]
+        key, values = element
+        if key == SUMMARY_KEY:
+            summary = PretrainingDataSummary()
+            for part in values:  # files' and the launcher's counts; documents' stats
+                if isinstance(part, DocumentStats):
+                    summary.merge_document(part)
+                else:
+                    summary.merge(part)
+            _write_text(self.summary_path, summary.to_json())
+            yield self.summary_path
+            return
+        path = self.paths[key]
         partial = f"{path}.incomplete"
         with FileSystems.create(partial, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
-            for _, record in sorted(v for v in values if v is not None):
+            for _, record in sorted(item for batch in values for item in batch):
                 handle.write(frame_record(record))
         FileSystems.rename([partial], [path])
         yield path
-
-
-class _MergeSummaries(beam.CombineFn):
-    def create_accumulator(self):
-        return PretrainingDataSummary()
-
-    def add_input(self, summary, part):
-        summary.merge(part)
-        return summary
-
-    def merge_accumulators(self, summaries):
-        summaries = iter(summaries)
-        merged = next(summaries)
-        for summary in summaries:
-            merged.merge(summary)
-        return merged
-
-    def extract_output(self, summary):
-        return summary
 
 
 def _write_text(path: str, text: str) -> None:
@@ -189,8 +210,9 @@ def create_pretraining_data_beam(
             beside `{output_prefix}.summary.json` (the summary, for detached runs).
         tokenizer: a picklable zero-argument factory of the tokenizer, called once per worker;
             it travels inside the pipeline (hold the model's bytes, not its path, for
-            remote workers). It is called once here first, so a bad model fails before the
-            pipeline starts.
+            remote workers): `functools.partial(PythonTokenizer, proto=model_bytes)`, whose
+            workers import no TensorFlow. It is called once here first, so a bad model fails
+            before the pipeline starts.
         config: how examples are made (as the local tool; `write_shuffle_buffer` unused).
         num_shards: output files; a record's shard and place come from its sort key.
         pipeline_args: Beam's own flags, untouched (`--runner DataflowRunner --project ...`).
@@ -206,7 +228,7 @@ def create_pretraining_data_beam(
     if isinstance(tokenizer, TokenizerLike) or not callable(tokenizer):
         raise TypeError(
             "`tokenizer` must be a picklable zero-argument factory of a TokenizerLike (it "
-            "travels to the workers), e.g. functools.partial(AlbertTokenizer, "
+            "travels to the workers), e.g. functools.partial(PythonTokenizer, "
             f"proto=model_bytes). Received: tokenizer of type {type(tokenizer).__name__}"
         )
     tokenizer()
@@ -230,27 +252,29 @@ def create_pretraining_data_beam(
     summary_path = f"{output_prefix}.summary.json"
 
     with beam.Pipeline(options=PipelineOptions(list(pipeline_args))) as pipeline:
-        made = (
+        documents = (
             pipeline
+            # Create spreads its elements (a reshuffle of its own).
             | "Files" >> beam.Create([(f.path, f.key) for f in files])
-            | "Spread" >> beam.Reshuffle()
-            | "Examples"
-            >> beam.ParDo(_FileRecords(tokenizer, config, num_shards)).with_outputs(
-                _SUMMARY, main="records"
+            | "Documents"
+            >> beam.ParDo(_FileDocuments(config)).with_outputs(_SUMMARY, main="documents")
+        )
+        made = (
+            documents.documents
+            | "SpreadDocuments" >> beam.Reshuffle()
+            | "Examples" >> beam.ParDo(_DocumentRecords(tokenizer, config, num_shards))
+        )
+        # Every shard (an empty one is written too) and what the launcher skipped.
+        start = [(i, []) for i in range(num_shards)] + [(SUMMARY_KEY, launcher_part)]
+        (
+            (
+                made,
+                documents[_SUMMARY],
+                pipeline | "EveryShard" >> beam.Create(start, reshuffle=False),
             )
-        )
-        every_shard = pipeline | "EveryShard" >> beam.Create([(i, None) for i in range(num_shards)])
-        (
-            (made.records, every_shard)
-            | "WithEmptyShards" >> beam.Flatten()
+            | "WithEveryShard" >> beam.Flatten()
             | "ByShard" >> beam.GroupByKey()
-            | "Write" >> beam.ParDo(_WriteShard(output_prefix, num_shards))
-        )
-        (
-            (made[_SUMMARY], pipeline | "Expansion" >> beam.Create([launcher_part]))
-            | "AllParts" >> beam.Flatten()
-            | "Summary" >> beam.CombineGlobally(_MergeSummaries())
-            | "WriteSummary" >> beam.Map(lambda s: _write_text(summary_path, s.to_json()))
+            | "Write" >> beam.ParDo(_Write(output_prefix, num_shards))
         )
 
     summary = PretrainingDataSummary.from_json(_read_text(summary_path))

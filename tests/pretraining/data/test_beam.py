@@ -11,6 +11,7 @@ import functools
 import gzip
 import hashlib
 import importlib.util
+import json
 import os
 import shutil
 
@@ -22,7 +23,9 @@ from keras_albert.pretraining.data import PretrainingDataConfig, create_pretrain
 from keras_albert.pretraining.data import beam as beam_engine
 from keras_albert.pretraining.data.examples import NO_PARTNER
 from keras_albert.pretraining.data.records import count_records, inspect_records
-from keras_albert.text.tokenizer import AlbertTokenizer, read_vocabulary_file  # noqa: E402
+from keras_albert.text.python_tokenizer import PythonTokenizer, read_vocabulary_file
+from keras_albert.text.tokenizer import AlbertTokenizer  # noqa: E402
+from tests.pretraining.data import _worker_probe
 from tests.pretraining.data._helpers import AUSTEN, REPO  # noqa: E402
 from tests.text._paths import ALBERT_SPM, DATA_DIR  # noqa: E402
 
@@ -33,8 +36,15 @@ TWO_THREADS = (*IN_MEMORY, "--direct_num_workers=2", "--direct_running_mode=mult
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    # The model's bytes, as the tool ships them to Beam's workers.
-    return functools.partial(AlbertTokenizer, proto=read_vocabulary_file(ALBERT_SPM))
+    """The local engine's, as the tool makes it."""
+    return functools.partial(AlbertTokenizer, proto=ALBERT_SPM)
+
+
+@pytest.fixture(scope="module")
+def beam_tokenizer():
+    """Beam's, as the tool makes it: the model's bytes travel to the workers, which build the
+    Python tokenizer (no TensorFlow); the local engine's AlbertTokenizer gives the same ids."""
+    return functools.partial(PythonTokenizer, proto=read_vocabulary_file(ALBERT_SPM))
 
 
 @pytest.fixture(scope="module")
@@ -106,10 +116,10 @@ def local_runs(corpus, tokenizer, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def beam_sop(corpus, tokenizer, tmp_path_factory):
+def beam_sop(corpus, beam_tokenizer, tmp_path_factory):
     prefix = str(tmp_path_factory.mktemp("beam_sop") / "x")
     return beam_engine.create_pretraining_data_beam(
-        inputs_of(corpus), prefix, tokenizer, config_of("sop", 3), NUM_SHARDS, IN_MEMORY
+        inputs_of(corpus), prefix, beam_tokenizer, config_of("sop", 3), NUM_SHARDS, IN_MEMORY
     )
 
 
@@ -126,11 +136,11 @@ def test_sop_ngram_masks_one_worker_give_the_local_tools_examples_and_summary(be
 
 
 def test_nsp_single_word_masks_two_workers_give_the_local_tools_examples_and_summary(
-    corpus, tokenizer, local_runs, tmp_path
+    corpus, beam_tokenizer, local_runs, tmp_path
 ):
     local_one, local_two = local_runs("nsp", 1), local_runs("nsp", 1, num_workers=2)
     beam = beam_engine.create_pretraining_data_beam(
-        inputs_of(corpus), str(tmp_path / "x"), tokenizer, config_of("nsp", 1), NUM_SHARDS,
+        inputs_of(corpus), str(tmp_path / "x"), beam_tokenizer, config_of("nsp", 1), NUM_SHARDS,
         TWO_THREADS,
     )  # fmt: skip
     assert collections.Counter(records(beam.output_files)) == collections.Counter(
@@ -164,6 +174,37 @@ def test_the_summary_counts_compressed_files_skipped_files_and_invalid_utf8(beam
     )
 
 
+def test_a_worker_process_imports_neither_tensorflow_nor_keras(tmp_path, monkeypatch):
+    """The DirectRunner's multi_processing mode starts a real Beam SDK worker, which builds the
+    tokenizer and makes every example of one real document: TensorFlow's import (seconds per
+    worker) is nowhere on its path (`keras_albert._startup.is_beam_worker`, `PythonTokenizer`,
+    records serialized and framed without TensorFlow)."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([REPO, os.environ.get("PYTHONPATH", "")]))
+    document = tmp_path / "persuasion_chapter.txt"
+    document.write_text(
+        open(os.path.join(AUSTEN, "persuasion.txt"), encoding="utf-8").read()[:6_000]
+    )
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    factory = functools.partial(
+        _worker_probe.reporting_tokenizer, str(reports), proto=read_vocabulary_file(ALBERT_SPM)
+    )
+    summary = beam_engine.create_pretraining_data_beam(
+        [str(document)], str(tmp_path / "x"), factory, config_of("sop", 3), 1,
+        ("--runner", "FnApiRunner", "--direct_num_workers=1",
+         "--direct_running_mode=multi_processing"),
+    )  # fmt: skip
+    assert summary.num_examples > 10
+    workers = {
+        path.stem: json.loads(path.read_text())
+        for path in reports.iterdir()
+        if path.stem != str(os.getpid())  # the launcher checks the factory once
+    }
+    assert workers, "no worker process built the tokenizer"
+    for loaded in workers.values():
+        assert loaded == dict.fromkeys(_worker_probe.HEAVY_MODULES, False)
+
+
 def test_the_pretraining_drivers_record_check_accepts_the_beam_shards(beam_sop):
     layout = inspect_records(",".join(beam_sop.output_files), "train_data")
     assert (layout.sequence_length, layout.max_predictions_per_sequence) == (64, 20)
@@ -171,23 +212,24 @@ def test_the_pretraining_drivers_record_check_accepts_the_beam_shards(beam_sop):
 
 
 def test_a_bundle_that_fails_once_is_retried_without_duplicates_or_losses(
-    corpus, tokenizer, local_runs, tmp_path, monkeypatch
+    corpus, beam_tokenizer, local_runs, tmp_path, monkeypatch
 ):
     """The runner drops a failed bundle's outputs and runs it again; the retry makes the
     same records (a function of seed and document key), so nothing is doubled or lost."""
-    process = beam_engine._FileRecords.process
+    process = beam_engine._DocumentRecords.process
     marker = tmp_path / "failed_once"
 
-    def fails_once_midway(self, file):
-        for count, output in enumerate(process(self, file)):
-            if count == 5 and file[1] == "wiki/wiki_00" and not marker.exists():
+    def fails_once_midway(self, pair):
+        for count, output in enumerate(process(self, pair)):
+            # After the document's first batch of records.
+            if count == 1 and pair[0].key.startswith("wiki/wiki_00") and not marker.exists():
                 marker.write_text("failed")
                 raise RuntimeError("injected failure, first try")
             yield output
 
-    monkeypatch.setattr(beam_engine._FileRecords, "process", fails_once_midway)
+    monkeypatch.setattr(beam_engine._DocumentRecords, "process", fails_once_midway)
     beam = beam_engine.create_pretraining_data_beam(
-        inputs_of(corpus), str(tmp_path / "x"), tokenizer, config_of("sop", 3), NUM_SHARDS,
+        inputs_of(corpus), str(tmp_path / "x"), beam_tokenizer, config_of("sop", 3), NUM_SHARDS,
         ("--runner", "BundleBasedDirectRunner"),
     )  # fmt: skip
     assert marker.exists()
@@ -196,7 +238,9 @@ def test_a_bundle_that_fails_once_is_retried_without_duplicates_or_losses(
     assert comparable(beam) == comparable(local)
 
 
-def test_nothing_to_read_and_a_missing_model_fail_in_one_line_before_any_work(tokenizer, tmp_path):
+def test_nothing_to_read_and_a_missing_model_fail_in_one_line_before_any_work(
+    beam_tokenizer, tmp_path
+):
     from keras_albert.cli import USER_ERRORS
 
     spec = importlib.util.spec_from_file_location(
@@ -208,7 +252,7 @@ def test_nothing_to_read_and_a_missing_model_fail_in_one_line_before_any_work(to
 
     nothing = str(tmp_path / "nothing-*.txt")
     with pytest.raises(ValueError, match=r"`inputs` must name at least one readable file.*nothing"):
-        beam_engine.create_pretraining_data_beam([nothing], str(tmp_path / "x"), tokenizer)
+        beam_engine.create_pretraining_data_beam([nothing], str(tmp_path / "x"), beam_tokenizer)
     text = os.path.join(DATA_DIR, "wikitext_sample.txt")
     common = ["--engine", "beam", "--output-dir", str(tmp_path / "out")]
     with pytest.raises(USER_ERRORS, match="not found"):
