@@ -18,10 +18,10 @@ are the model's, named as they are, int32, every dimension dynamic:
 
 Its outputs are the model's, named as its output dict names them (`sequence_output`,
 `pooled_output`; `start_logits`, `end_logits`, ...; `mlm_logits`, `sop_logits`) or, for one
-tensor, as the model's `OUTPUT_NAME` (`logits`; the masked LM's `mlm_logits`): raw logits, the
-app applies its softmax. Unlike the TFLite model (batch 1), any batch; unlike the SavedModel,
-no text in: ONNX has no SentencePiece op, and the app tokenizes and packs
-`[CLS] a [SEP] (b [SEP])` as `AlbertPacker` does.
+tensor, as the model's `OUTPUT_NAME` (`logits`; the masked LM's `mlm_logits`), as the model
+computes them (the app applies the softmax to logits). Unlike the TFLite model (batch 1), any
+batch; unlike the SavedModel, no text in: ONNX has no SentencePiece op, and the app tokenizes
+and packs `[CLS] a [SEP] (b [SEP])` as `AlbertPacker` does.
 
 Needs `tf2onnx` and `onnx` (`pip install 'keras-albert[onnx]'`); running it, `onnxruntime`.
 """

@@ -11,6 +11,7 @@ answer-class head, top-k indices among its outputs) is exported through the expo
 """
 
 import os
+import sys
 
 import keras
 import numpy as np
@@ -145,7 +146,7 @@ def test_a_mixed_precision_model_is_exported_in_float32_at_the_depth_asked(tmp_p
     assert np.abs(trained_depth["pooled_output"] - expected["pooled_output"]).max() > 1e-2
 
 
-def test_bad_exports_fail_before_writing(tmp_path, tokenizer):
+def test_bad_exports_fail_before_writing(tmp_path, tokenizer, monkeypatch):
     backbone = tiny_backbone(vocabulary_size=VOCABULARY_SIZE)
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "model.onnx").write_text("an earlier export")
@@ -155,6 +156,9 @@ def test_bad_exports_fail_before_writing(tmp_path, tokenizer):
         ValueError, match=r"^`precision` must be left at 'float32' for format 'onnx'"
     ):
         export_onnx(backbone, tokenizer, tmp_path / "bf16", precision="bfloat16")
+    monkeypatch.setitem(sys.modules, "tf2onnx", None)  # not installed
+    with pytest.raises(ImportError, match=r"^`export_onnx` needs tf2onnx and onnx .* pip install"):
+        export_onnx(backbone, tokenizer, tmp_path / "no_tf2onnx")
     assert sorted(os.listdir(tmp_path)) == ["full"]
 
 
