@@ -15,8 +15,10 @@ import sys
 
 import keras
 import numpy as np
+import onnx
 import onnxruntime
 import pytest
+from onnx import numpy_helper
 
 from keras_albert import (
     AlbertClassifier,
@@ -119,7 +121,7 @@ def test_onnx_runtime_gives_the_keras_outputs_at_any_batch_and_length(exported):
     assert any(np.abs(trained[name] - expected[name]).max() > 1e-3 for name in expected)
 
 
-def test_the_inputs_are_the_models_with_named_dynamic_axes(exported, tokenizer):
+def test_the_inputs_are_the_models_and_the_weights_are_written_once(exported, tokenizer):
     kind, model, directory, session = exported
     axes = {"token_ids": ["batch", "sequence"], "mask_positions": ["batch", "num_masked"]}
     if kind == "multiple_choice":
@@ -128,6 +130,13 @@ def test_the_inputs_are_the_models_with_named_dynamic_axes(exported, tokenizer):
     for graph_input in session.get_inputs():
         assert graph_input.type == "tensor(int32)"
         assert graph_input.shape == axes.get(graph_input.name, axes["token_ids"])
+    # The shared block's weights are written once, not once a pass (3 here): the constants
+    # beside the weights are fewer than a second copy of the block would be (and weights no
+    # output uses, the pooler of a span or tag model, are left out).
+    graph = onnx.load(os.path.join(directory, "model.onnx")).graph
+    (block,) = (model if kind == "backbone" else model.backbone).encoder_layers
+    written = sum(numpy_helper.to_array(tensor).size for tensor in graph.initializer)
+    assert written < model.count_params() + block.count_params()
     # The tokenizer an app runs is beside the model.
     assert sorted(os.listdir(directory)) == ["model.onnx", SENTENCEPIECE_FILE]
     with open(os.path.join(directory, SENTENCEPIECE_FILE), "rb") as file:
