@@ -1,6 +1,6 @@
 """Serving speed and accuracy by precision and depth, against Hugging Face + ONNX Runtime.
 
-Run by hand (needs the `bench` extra: onnxruntime, onnx, onnxscript):
+Run by hand (needs the `bench` extra: onnxruntime, onnx, onnxscript, tf2onnx):
     python -m benchmarks.inference_precision --rounds 5 \\
         --models normal=runs/sst2_tiny/best.keras elastic=runs/sst2_tiny_elastic/best.keras
 
@@ -14,7 +14,9 @@ machine's load hits all alike):
   loaded with the TF1 session loader and run by tensor names through `serve_token_ids`, as
   TF Serving runs it;
 - the same weights through our HF converter → `AlbertForSequenceClassification` →
-  `torch.onnx.export` → ONNX Runtime, fp32 and int8 (`quantize_dynamic`, int8 weights).
+  `torch.onnx.export` → ONNX Runtime, fp32 and int8 (`quantize_dynamic`, int8 weights);
+- the same weights through our own ONNX export (`export_onnx`: Keras's TensorFlow graph via
+  tf2onnx) → ONNX Runtime, fp32 and int8 ("ours onnx"), and the ratio of each to HF's.
 Shapes: batch 1 of a short SST-2 sentence (p50 and p99 latency) and batch 8 × 128 tokens
 (sequences/s). All engines get the same token ids (tokenization is not timed).
 
@@ -42,7 +44,7 @@ import tensorflow_text  # noqa: F401
 
 from keras_albert import AlbertBackbone, AlbertClassifier
 from keras_albert.convert.huggingface import write_hf_directory
-from keras_albert.export import AlbertServingModule, export_saved_model
+from keras_albert.export import AlbertServingModule, export_onnx, export_saved_model
 from keras_albert.serving.precision import SERVING_PRECISIONS, serving_model
 from keras_albert.text.tokenizer import AlbertTokenizer
 
@@ -68,21 +70,21 @@ class Session:
 
 
 class OnnxEngine:
-    """Our classifier → HF `AlbertForSequenceClassification` → ONNX → ONNX Runtime session."""
+    """An ONNX model in an ONNX Runtime session, fp32 or int8 (`quantize_dynamic`, int8
+    weights): Hugging Face's (`hf`: int64 `input_ids`, `attention_mask`, `token_type_ids`) or
+    ours (`export_onnx`: the model's int32 inputs)."""
 
-    def __init__(self, model, directory: str, int8: bool):
+    def __init__(self, path: str, int8: bool, hf: bool):
         import onnxruntime
 
-        path = os.path.join(directory, "model.onnx")
-        if not os.path.exists(path):
-            _export_onnx(model, directory, path)
         if int8:
             from onnxruntime.quantization import QuantType, quantize_dynamic
 
-            quantized = os.path.join(directory, "model_int8.onnx")
+            quantized = os.path.splitext(path)[0] + "_int8.onnx"
             if not os.path.exists(quantized):
                 quantize_dynamic(path, quantized, weight_type=QuantType.QInt8)
             path = quantized
+        self.hf = hf
         options = onnxruntime.SessionOptions()
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
         self.session = onnxruntime.InferenceSession(
@@ -90,6 +92,8 @@ class OnnxEngine:
         )
 
     def logits(self, inputs: dict) -> np.ndarray:
+        if not self.hf:
+            return self.session.run(["logits"], inputs)[0]
         feed = {
             "input_ids": inputs["token_ids"].astype(np.int64),
             "attention_mask": inputs["padding_mask"].astype(np.int64),
@@ -98,7 +102,25 @@ class OnnxEngine:
         return self.session.run(["logits"], feed)[0]
 
 
-def _export_onnx(model, directory: str, path: str) -> None:
+def onnx_engines(model, tokenizer, directory: str) -> dict:
+    """HF's ONNX and ours of `model`, fp32 and int8, exported once under `directory`."""
+    hf_path = os.path.join(directory, "hf_onnx", "model.onnx")
+    if not os.path.exists(hf_path):
+        _export_hf_onnx(model, os.path.dirname(hf_path), hf_path)
+    our_path = os.path.join(directory, "ours_onnx", "model.onnx")
+    if not os.path.exists(our_path):
+        start = time.perf_counter()
+        export_onnx(model, tokenizer, os.path.dirname(our_path))
+        print(f"exported ours onnx in {time.perf_counter() - start:.0f} s", flush=True)
+    return {
+        "onnxruntime fp32": OnnxEngine(hf_path, int8=False, hf=True),
+        "onnxruntime int8": OnnxEngine(hf_path, int8=True, hf=True),
+        "ours onnx fp32": OnnxEngine(our_path, int8=False, hf=False),
+        "ours onnx int8": OnnxEngine(our_path, int8=True, hf=False),
+    }
+
+
+def _export_hf_onnx(model, directory: str, path: str) -> None:
     import torch
     from transformers import AlbertForSequenceClassification
 
@@ -199,9 +221,7 @@ def speed(args, tokenizer, directory: str) -> dict:
             print(f"exported {name} in {time.perf_counter() - start:.0f} s", flush=True)
         engines[name] = Session(path)
     if not args.skip_onnx:
-        onnx_directory = os.path.join(directory, "onnx_base")
-        engines["onnxruntime fp32"] = OnnxEngine(model, onnx_directory, int8=False)
-        engines["onnxruntime int8"] = OnnxEngine(model, onnx_directory, int8=True)
+        engines.update(onnx_engines(model, tokenizer, os.path.join(directory, "onnx_base")))
     texts, _ = sst2_dev()
     short = min((text for text in texts[:50] if len(text.split()) >= 8), key=len)
     ids = [tokenizer.cls_id, *tokenizer.encode(short), tokenizer.sep_id]
@@ -257,10 +277,12 @@ def accuracy(args, tokenizer, directory: str) -> dict:
             run = forward(serving_model(model, precision))
             row[f"ours {precision}"] = score(np.concatenate([run(b).numpy() for b in batches]))
         if not args.skip_onnx:
-            for int8 in (False, True):
-                engine = OnnxEngine(model, os.path.join(directory, f"onnx_{label}"), int8=int8)
+            engines = onnx_engines(
+                model, module.tokenizer, os.path.join(directory, f"onnx_{label}")
+            )
+            for name, engine in engines.items():
                 logits = np.concatenate([engine.logits(batch) for batch in batches])
-                row[f"onnxruntime {'int8' if int8 else 'fp32'}"] = score(logits)
+                row[name] = score(logits)
         depths = {}
         for small_depth in [k for k in args.small_depths if k <= depth]:
             run = forward(serving_model(model, "float32", small_depth))
@@ -312,6 +334,16 @@ def print_report(result: dict) -> None:
             f"{reference['batch1_p50_ms'] / row['batch1_p50_ms']:15.2f} "
             f"{row['batch8x128_sequences_per_second'] / reference['batch8x128_sequences_per_second']:18.2f}"  # noqa: E501
         )
+    # Our ONNX export against Hugging Face's, both in ONNX Runtime (same inputs, same rounds).
+    for precision in ("fp32", "int8"):
+        ours = speed_result.get(f"ours onnx {precision}")
+        hf = speed_result.get(f"onnxruntime {precision}")
+        if ours and hf:
+            print(
+                f"ours onnx {precision} / HF onnx {precision}: batch-1 p50 latency "
+                f"{ours['batch1_p50_ms'] / hf['batch1_p50_ms']:.2f}x, 8x128 rate "
+                f"{ours['batch8x128_sequences_per_second'] / hf['batch8x128_sequences_per_second']:.2f}x"  # noqa: E501
+            )
 
 
 def plot(result: dict, path: str) -> None:

@@ -52,6 +52,17 @@ def random_inputs(
     return inputs
 
 
+def perturbed(model, seed):
+    """`model`, every weight drawn from `seed` alone (not from the initializers, whose draws
+    depend on what ran before in the process): γ around 1, everything else around 0, stddev
+    0.2."""
+    rng = np.random.default_rng(seed)
+    for weight in model.weights:
+        center = 1.0 if weight.path.endswith("gamma") else 0.0
+        weight.assign(center + rng.normal(0, 0.2, weight.shape).astype("float32"))
+    return model
+
+
 def to_numpy(tree):
     return keras.tree.map_structure(lambda x: np.asarray(keras.ops.convert_to_numpy(x)), tree)
 

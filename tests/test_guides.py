@@ -25,7 +25,9 @@ import subprocess
 import sys
 
 import numpy as np
+import onnxruntime
 import pytest
+import sentencepiece
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 GUIDES = sorted((REPO / "docs" / "guides").glob("*.md"))
@@ -59,7 +61,7 @@ GROUP_TOOLS = {
     "english-finetuning": ["finetune.py"],
     "english-tasks": ["finetune.py"] * 4,
     "english-serving": ["export_saved_model.py", "probe_saved_model.py"],
-    "english-checkpoints": ["convert_checkpoint.py"] * 3 + ["export_saved_model.py"],
+    "english-checkpoints": ["convert_checkpoint.py"] * 3 + ["export_saved_model.py"] * 2,
     "readme-python": [],
     "beam-data": ["create_pretraining_data.py"],
     "chinese": [
@@ -203,6 +205,25 @@ def test_the_checkpoints_guide_converts_the_finetuned_model(sst2):
     assert (sst2 / "runs" / "sst2_from_hf.keras").is_file()
     assert (sst2 / "runs" / "sst2_keras_hub" / "config.json").is_file()
     assert (sst2 / "saved_models" / "sst2_lite" / "model.tflite").is_file()
+    # The ONNX model gives the fine-tuned model's probabilities, tokenized as the guide says:
+    # SentencePiece alone with the file beside it.
+    onnx_dir = sst2 / "saved_models" / "sst2_onnx"
+    pieces = sentencepiece.SentencePieceProcessor(model_file=str(onnx_dir / "sentencepiece.model"))
+    session = onnxruntime.InferenceSession(str(onnx_dir / "model.onnx"))
+    texts = ["A charming journey.", "it 's a bore ."]
+    for text, expected in zip(
+        texts, _keras_probabilities(sst2 / "runs" / "sst2", "tokenizer.model", texts), strict=True
+    ):
+        ids = [pieces.piece_to_id("[CLS]"), *pieces.encode(text), pieces.piece_to_id("[SEP]")]
+        inputs = {"token_ids": np.array([ids], np.int32)}
+        inputs |= {
+            "segment_ids": 0 * inputs["token_ids"],
+            "padding_mask": 1 + 0 * inputs["token_ids"],
+        }
+        logits = session.run(["logits"], inputs)[0][0]
+        np.testing.assert_allclose(
+            np.exp(logits) / np.exp(logits).sum(), expected, atol=1e-4, rtol=0
+        )
 
 
 def test_the_pretraining_data_at_scale_guide_runs_beam_on_this_machine(tmp_path):

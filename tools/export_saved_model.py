@@ -5,6 +5,9 @@ dynamic-range int8 weights with --precision int8) and the tokenizer's vocabulary
 every task (keras_albert.export.tflite says why token ids only).
 With --format tfhub (a backbone or pretrainer): <output-dir>/<name>/encoder/ and preprocessor/,
 the TF-Hub / Kaggle encoder and preprocessor interface (keras_albert.export.tfhub).
+With --format onnx: <output-dir>/<name>/model.onnx (token ids in, any batch and length, float32;
+pip install 'keras-albert[onnx]') and the tokenizer's vocabulary beside it, for every model
+(keras_albert.export.onnx).
 
 The checkpoint is any form `keras_albert.load_checkpoint` reads; the tokenizer's vocabulary (a
 SentencePiece model or a WordPiece vocabulary) is found beside it (or named by a pretraining
@@ -21,6 +24,7 @@ Examples:
   python tools/export_saved_model.py runs/ner/best.keras --name ner
   python tools/export_saved_model.py runs/sst2/best.keras --name sst2 --format tflite
   python tools/export_saved_model.py albert_base/ --name albert_base --format tfhub
+  python tools/export_saved_model.py runs/squad/best.keras --name squad --format onnx
 
 Question answering, multiple choice (RACE) and token classification (NER) models get their own
 string-in endpoints (docs/guides/serving.md); the --doc-stride ... --null-score-threshold flags are
@@ -66,6 +70,7 @@ _CHECKPOINT_OPTIONS = ("checkpoint", "vocabulary", "name", "output_dir", "model"
 _FORMAT_OPTIONS = {
     "tflite": (*_CHECKPOINT_OPTIONS, "num_classes", "num_choices"),  # num_choices: MC's
     "tfhub": (*_CHECKPOINT_OPTIONS, "lowercase", "strip_accents"),
+    "onnx": (*_CHECKPOINT_OPTIONS, "num_classes"),
 }
 
 
@@ -104,7 +109,9 @@ class ExportOptions:
             tokenizer, name, output directory, model, precision (float32 or int8) and
             num_choices options apply) or tfhub (the TF-Hub
             encoder + preprocessor of a backbone or pretrainer; also the normalization and
-            max_sequence_length, the preprocessor's packed length, default 128).
+            max_sequence_length, the preprocessor's packed length, default 128) or onnx
+            (token ids in, float32; the checkpoint, tokenizer, name, output directory, model,
+            num_classes and num_layers options apply).
     """
 
     checkpoint: str = dataclasses.field(metadata={"flag": False})

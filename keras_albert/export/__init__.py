@@ -1,5 +1,5 @@
 """SavedModel export for TF Serving: string-in endpoints, versioned layout, warmup, configs;
-and TFLite and TF-Hub exports.
+and TFLite, TF-Hub and ONNX exports.
 
 What an export is, is one `ExportSpec` (`keras_albert.export.spec`); what it starts from, a
 model and tokenizer or a `CheckpointSource` (`export_checkpoint`, every format).
@@ -20,6 +20,7 @@ _PUBLIC = {
     "TokenClassificationServingModule": "keras_albert.tasks.token_classification.serving",
     "export_checkpoint": "checkpoint",
     "export_for_serving": "serving_layout",
+    "export_onnx": "onnx",
     "export_saved_model": "modules",
     "next_version": "serving_layout",
     "serving_module": "modules",

@@ -7,7 +7,8 @@
 - "savedmodel": the next version, `<base_dir>/<name>/<version>/`, with `models.config` and
   `batching_parameters.txt` (`keras_albert.export.serving_layout.export_for_serving`);
 - "tflite": `<base_dir>/<name>/model.tflite` and the vocabulary (`keras_albert.export.tflite`);
-- "tfhub": `<base_dir>/<name>/encoder/` and `preprocessor/` (`keras_albert.export.tfhub`).
+- "tfhub": `<base_dir>/<name>/encoder/` and `preprocessor/` (`keras_albert.export.tfhub`);
+- "onnx": `<base_dir>/<name>/model.onnx` and the vocabulary (`keras_albert.export.onnx`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import os
 
 import keras
 
+from keras_albert.export.onnx import export_onnx
 from keras_albert.export.serving_layout import export_for_serving, model_directory
 from keras_albert.export.spec import ExportSpec, resolve_spec
 from keras_albert.export.tfhub import export_tfhub
@@ -24,7 +26,7 @@ from keras_albert.export.tflite import export_tflite
 from keras_albert.text.tokenizer import AlbertTokenizer
 
 # The formats written to one directory, `<base_dir>/<name>/`: `(model, tokenizer, dir, spec)`.
-_DIRECTORY_EXPORTS = {"tflite": export_tflite, "tfhub": export_tfhub}
+_DIRECTORY_EXPORTS = {"tflite": export_tflite, "tfhub": export_tfhub, "onnx": export_onnx}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -2,9 +2,9 @@
 
 Every export function takes a spec: `serving_module` (the one place a spec becomes a serving
 module's arguments), `export_saved_model`, `export_for_serving`, `export_tflite`,
-`export_tfhub`, and `export_checkpoint`, which writes a checkpoint in the spec's format. Each
-also takes the spec's fields as keyword arguments, which build the spec (or replace its
-fields) in one place, `resolve_spec`:
+`export_tfhub`, `export_onnx`, and `export_checkpoint`, which writes a checkpoint in the
+spec's format. Each also takes the spec's fields as keyword arguments, which build the spec
+(or replace its fields) in one place, `resolve_spec`:
 
     spec = ExportSpec(max_sequence_length=128, class_names=("negative", "positive"))
     export_for_serving(model, tokenizer, "saved_models", "sst2", spec)
@@ -24,7 +24,7 @@ from keras_albert.serving.precision import SERVING_PRECISIONS
 from keras_albert.tasks.registry import TASK_TYPES
 from keras_albert.validation import require_bool, require_int, require_one_of, require_positive_int
 
-EXPORT_FORMATS = ("savedmodel", "tflite", "tfhub")
+EXPORT_FORMATS = ("savedmodel", "tflite", "tfhub", "onnx")
 TFLITE_PRECISIONS = ("float32", "int8")  # int8: dynamic-range int8 weights (the converter's)
 DEFAULT_WARMUP_TEXTS = (
     "it 's a charming and often affecting journey .",
@@ -37,6 +37,8 @@ FORMAT_FIELDS = {
     "tflite": ("format", "precision", "task_options"),
     # The preprocessor's default packed length.
     "tfhub": ("format", "max_sequence_length"),
+    # The model's own forward pass (float32, dynamic shapes): only its depth may change.
+    "onnx": ("format", "num_layers"),
 }
 
 
@@ -85,8 +87,9 @@ class ExportSpec:
     """One export of a model: its format and everything that shapes what is written.
 
     Args:
-        format: "savedmodel" (TF Serving, string in), "tflite" (token ids in) or "tfhub" (the
-            TF-Hub encoder and preprocessor of a backbone or pretrainer).
+        format: "savedmodel" (TF Serving, string in), "tflite" (token ids in), "tfhub" (the
+            TF-Hub encoder and preprocessor of a backbone or pretrainer) or "onnx" (token ids
+            in, float32).
         precision: the SavedModel's "float32" or "bfloat16"
             (`keras_albert.serving.precision`); TFLite's "float32" or "int8" (dynamic-range
             int8 weights).

@@ -29,9 +29,8 @@ TF Text's own TFLite kernels (`tensorflow_text.core.pybinds.tflite_registrar`, f
 on the device, and they do not run our normalization. The app tokenizes with SentencePiece's
 runtime and the file beside the model, then packs `[CLS] a [SEP] (b [SEP])` as `AlbertPacker`.
 That SentencePiece file carries the tokenizer's lowercasing and accent stripping in its own
-normalizer (`text.sentencepiece_model.with_albert_normalization`), so SentencePiece alone gives
-the tokenizer's pieces, but for what a character map cannot say: the original's re-split of a
-piece ending in a digit and a comma ("1999," is one piece there, two here).
+normalizer (`keras_albert.export.vocabulary`), so SentencePiece alone gives the tokenizer's
+pieces, but for the original's re-split of a piece ending in a digit and a comma.
 Only TFLite builtin ops are allowed: a model that needs TensorFlow ops fails to convert.
 """
 
@@ -42,17 +41,11 @@ import tensorflow as tf
 
 from keras_albert.export.modules import serving_module
 from keras_albert.export.spec import ExportSpec, resolve_spec
-from keras_albert.serving.saved_model import (
-    SENTENCEPIECE_ASSET,
-    VOCABULARY_ASSET,
-)
+from keras_albert.export.vocabulary import write_vocabulary
 from keras_albert.text.files import write_atomically
-from keras_albert.text.sentencepiece_model import with_albert_normalization
 from keras_albert.text.tokenizer import AlbertTokenizer
 
 TFLITE_FILE = "model.tflite"
-# The tokenizer file written beside the model, named as in the SavedModels' assets.
-SENTENCEPIECE_FILE = SENTENCEPIECE_ASSET
 INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
 
 
@@ -95,20 +88,11 @@ def export_tflite(
     if spec.precision == "int8":
         converter.optimizations = [tf.lite.Optimize.DEFAULT]
     flatbuffer = converter.convert()
-    vocabulary_file = VOCABULARY_ASSET if tokenizer.wordpiece else SENTENCEPIECE_FILE
-    vocabulary = tokenizer.serialized_model  # the file the tokenizer was built from
-    if not tokenizer.wordpiece:
-        # The app runs SentencePiece alone: our lowercasing and accent stripping go into the
-        # model's own normalizer, so that its pieces are the tokenizer's.
-        vocabulary = with_albert_normalization(
-            vocabulary, tokenizer.lowercase, tokenizer.strip_accents
-        )
 
     def write(directory: str) -> None:
         with open(os.path.join(directory, TFLITE_FILE), "wb") as file:
             file.write(flatbuffer)
-        with open(os.path.join(directory, vocabulary_file), "wb") as file:
-            file.write(vocabulary)
+        write_vocabulary(directory, tokenizer)
 
     export_dir = write_atomically(export_dir, write, directory=True, name="export_dir")
     return os.path.join(export_dir, TFLITE_FILE)

@@ -40,6 +40,8 @@ class AlbertMaskedLM(AlbertTask):
     (Devlin et al., 2019, arXiv:1810.04805).
     """
 
+    OUTPUT_NAME = "mlm_logits"
+
     def __init__(self, backbone, masked_lm_head=None, **kwargs):
         if not isinstance(backbone, AlbertBackbone):
             raise ValueError(f"`backbone` must be an AlbertBackbone. Received: {backbone!r}")

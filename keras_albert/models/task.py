@@ -8,8 +8,11 @@ from keras_albert.models.functional import FunctionalModel
 class AlbertTask(FunctionalModel):
     """Base of the functional models built on an `AlbertBackbone`; serializes the backbone.
 
-    Subclasses store their extra constructor arguments in `task_config()`.
+    Subclasses store their extra constructor arguments in `task_config()`. A model with one
+    output tensor (not a dict) names it `OUTPUT_NAME` where a format names its outputs (ONNX).
     """
+
+    OUTPUT_NAME = "logits"
 
     def task_config(self) -> dict:
         return {}

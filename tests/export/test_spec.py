@@ -16,7 +16,7 @@ from keras_albert.tasks.question_answering.options import QuestionAnsweringServi
 
 # One bad value per field (and the format it is bad for, when not the SavedModel).
 BAD_VALUES = [
-    ("format", "onnx"),
+    ("format", "openvino"),
     ("precision", "int8"),  # TFLite's, not the SavedModel's
     ("precision", "float16"),
     ("num_layers", 0),

@@ -19,7 +19,8 @@ import tensorflow as tf
 
 from keras_albert import AlbertBackbone, AlbertClassifier, AlbertTokenizer
 from keras_albert.export import export_for_serving
-from keras_albert.export.tflite import SENTENCEPIECE_FILE, export_tflite
+from keras_albert.export.tflite import export_tflite
+from keras_albert.export.vocabulary import SENTENCEPIECE_FILE
 from tests.test_tool_errors import load_tool
 from tests.text.text_data import ALBERT_MODEL, load_sst2_dev
 
@@ -131,7 +132,7 @@ def test_tfsm_layer_loads_the_string_in_export(tmp_path, classifier, tokenizer, 
 def test_a_failed_export_leaves_no_model(tmp_path, classifier, tokenizer, monkeypatch):
     # model.tflite is written, then the tokenizer's file cannot be.
     monkeypatch.setattr(
-        "keras_albert.export.tflite.SENTENCEPIECE_FILE", os.path.join("missing", "spm.model")
+        "keras_albert.export.vocabulary.SENTENCEPIECE_FILE", os.path.join("missing", "spm.model")
     )
     with pytest.raises(FileNotFoundError):
         export_tflite(classifier, tokenizer, tmp_path / "sst2")

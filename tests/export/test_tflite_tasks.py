@@ -26,6 +26,7 @@ from keras_albert.models import (
 from keras_albert.tasks.multiple_choice.features import read_race
 from keras_albert.tasks.question_answering.features import read_squad_examples, squad_features
 from keras_albert.tasks.token_classification.features import read_conll
+from tests.helpers import perturbed
 from tests.test_tool_errors import load_tool
 from tests.text.text_data import ALBERT_MODEL, DATA
 
@@ -44,16 +45,6 @@ SIZES = dict(
     max_sequence_length=SEQUENCE_LENGTH,
 )
 INPUTS = ("token_ids", "segment_ids", "padding_mask")
-
-
-def perturbed(model, seed):
-    """Every weight drawn from `seed` alone (not from the initializers, whose draws depend on
-    what ran before in the process): γ around 1, everything else around 0, stddev 0.2."""
-    rng = np.random.default_rng(seed)
-    for weight in model.weights:
-        center = 1.0 if weight.path.endswith("gamma") else 0.0
-        weight.assign(center + rng.normal(0, 0.2, weight.shape).astype("float32"))
-    return model
 
 
 @pytest.fixture(scope="module")
