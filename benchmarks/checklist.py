@@ -1,6 +1,6 @@
-"""What the accelerator checklist's two halves share: the flags, the tiny CPU mode and the loss
-check (`accelerator_checklist.py`, ours on TensorFlow; `accelerator_peers.py`, HF on PyTorch).
-Imports neither framework."""
+"""What the accelerator checklist's halves share: the flags, the tiny CPU mode, the GEMM roof's
+size and the loss check (`accelerator_checklist.py`, ours on any Keras backend;
+`accelerator_peers.py`, HF on PyTorch). Imports no framework."""
 
 import argparse
 
@@ -24,6 +24,20 @@ def checklist_parser(script: str, description: str, batch_size: int) -> argparse
     )  # fmt: skip
     parser.add_argument("--tiny", action="store_true", help="a tiny model on batch 4, for a CPU")
     return parser
+
+
+# The tiny CPU mode's model: ALBERT's shape, small enough to train in seconds on a CPU.
+TINY = dict(
+    vocabulary_size=1000, embedding_dim=16, hidden_dim=32, intermediate_dim=64, num_layers=2,
+    num_heads=2, max_sequence_length=128,
+)  # fmt: skip
+
+
+def square_roof_size(tiny: bool) -> tuple[int, float]:
+    """The side of the square GEMM the PyTorch peer and ours on JAX and PyTorch time for their
+    roof, and for how many seconds: 8192³ on an accelerator (large enough to be the device's
+    best), 256³ for 0.3 s in the tiny mode."""
+    return (256, 0.3) if tiny else (8192, 3.0)
 
 
 def make_tiny(args) -> None:
