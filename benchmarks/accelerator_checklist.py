@@ -62,9 +62,9 @@ def run_peer(args) -> dict | None:
              args.loss_tolerance, *(["--tiny"] if args.tiny else []),
              *(["--peak-tflops", args.peak_tflops] if args.peak_tflops else [])]  # fmt: skip
     # Keras on PyTorch, which the peer has anyway: it reads ALBERT-base's preset from the library.
-    environment = {**os.environ, "KERAS_BACKEND": "torch",
-                   "PYTHONPATH": os.pathsep.join([str(prelude.REPOSITORY),
-                                                  os.environ.get("PYTHONPATH", "")])}  # fmt: skip
+    search_path = os.pathsep.join([str(prelude.REPOSITORY),
+                                   *filter(None, [os.environ.get("PYTHONPATH")])])  # fmt: skip
+    environment = {**os.environ, "KERAS_BACKEND": "torch", "PYTHONPATH": search_path}
     print("peer: python -m benchmarks.accelerator_peers " + " ".join(map(str, flags)), flush=True)
     status = subprocess.run([sys.executable, "-m", "benchmarks.accelerator_peers",
                              *map(str, flags)], env=environment).returncode  # fmt: skip

@@ -1,12 +1,14 @@
-"""What the accelerator checklist's halves share: the flags, the tiny CPU mode, the GEMM roof's
-size and the loss check (`accelerator_checklist.py`, ours on any Keras backend;
-`accelerator_peers.py`, HF on PyTorch). Imports no framework."""
+"""What the accelerator checklist's halves share: the flags, the tiny CPU mode, the workload
+(batch and FLOPs), the GEMM roof's size and the loss check (`accelerator_checklist.py`, ours on
+any Keras backend; `accelerator_peers.py`, HF on PyTorch). Imports no framework."""
 
 import argparse
 
 import numpy as np
 
 from benchmarks import prelude
+from benchmarks.batches import pretraining_batch, pretraining_targets
+from benchmarks.roofs import training_flops_per_sequence
 
 
 def checklist_parser(script: str, description: str, batch_size: int) -> argparse.ArgumentParser:
@@ -44,6 +46,15 @@ def make_tiny(args) -> None:
     """The tiny CPU mode's sizes: batch 4 × 32, 4 masked, 2 timed and 6 checked steps."""
     args.batch_size, args.steps, args.convergence_steps = 4, 2, 6
     args.sequence_length, args.num_masked = 32, 4
+
+
+def workload(args, config) -> tuple[tuple, float]:
+    """The run's fixed batch as `(x, labels, weights)` for a pretrainer of `config` (an
+    `AlbertConfig`), and the FLOPs of one of its sequences' training step."""
+    batch = pretraining_batch(args.batch_size, args.sequence_length, args.num_masked,
+                              config.vocabulary_size)  # fmt: skip
+    flops = training_flops_per_sequence(config, args.sequence_length, args.num_masked)
+    return pretraining_targets(batch), flops
 
 
 def loss_check(name: str, curve, reference, tolerance: float) -> dict:

@@ -19,9 +19,8 @@ import time
 import keras
 import numpy as np
 
-from benchmarks.batches import pretraining_batch, pretraining_targets
-from benchmarks.checklist import loss_check, square_roof_size
-from benchmarks.roofs import gemm_roof, training_flops_per_sequence
+from benchmarks.checklist import loss_check, square_roof_size, workload
+from benchmarks.roofs import gemm_roof
 from keras_albert import AlbertBackbone, AlbertPretrainer
 from keras_albert.pretraining.objective import compile_pretrainer
 from keras_albert.training.lamb import Lamb
@@ -97,10 +96,7 @@ def run(args, config, save) -> int:
     if not args.tiny and not accelerator:
         print("accelerator_checklist: no GPU found; use --tiny for a CPU check")
         return 2
-    batch = pretraining_batch(args.batch_size, args.sequence_length, args.num_masked,
-                              config.vocabulary_size)  # fmt: skip
-    targets = pretraining_targets(batch)
-    flops = training_flops_per_sequence(config, args.sequence_length, args.num_masked)
+    targets, flops = workload(args, config)
     size, seconds = square_roof_size(args.tiny)
     roofs = {dtype: gemm_roof(dtype, roof_device, size, size, size, seconds, backend=backend)
              for dtype in ("float32", "bfloat16")}  # fmt: skip

@@ -10,10 +10,9 @@ import time
 import keras
 import tensorflow as tf
 
-from benchmarks.batches import pretraining_batch, pretraining_targets
-from benchmarks.checklist import loss_check
+from benchmarks.checklist import loss_check, workload
 from benchmarks.checklist_fit import initial_pretrainer
-from benchmarks.roofs import gemm_roof, training_flops_per_sequence
+from benchmarks.roofs import gemm_roof
 from keras_albert.pretraining.objective import pretraining_replica_fn
 from keras_albert.training.lamb import Lamb
 from keras_albert.training.loop import TrainingLoop
@@ -58,10 +57,7 @@ def run(args, config, save) -> int:
     if not args.tiny and "CPU" in device.upper() and "TPU" not in type(strategy).__name__:
         print("accelerator_checklist: no GPU or TPU found; use --tiny for a CPU check")
         return 2
-    batch = pretraining_batch(args.batch_size, args.sequence_length, args.num_masked,
-                              config.vocabulary_size)  # fmt: skip
-    targets = pretraining_targets(batch)
-    flops = training_flops_per_sequence(config, args.sequence_length, args.num_masked)
+    targets, flops = workload(args, config)
     roofs = {}
     if "TPU" not in type(strategy).__name__:
         roofs = {dtype: gemm_roof(dtype, device, seconds=0.3 if args.tiny else 3.0)
