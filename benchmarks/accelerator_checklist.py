@@ -1,127 +1,121 @@
 """The checks to run whenever a GPU or TPU is at hand: ALBERT-base pretraining throughput and
-MFU in mixed_float16 and mixed_bfloat16, with and without XLA, and a short run's losses in
-each mixed precision against float32.
+MFU on the Keras backend given, a short run's losses in each mixed precision against
+float32's, and the same step of Hugging Face's model (the PyTorch peer) in the same run.
 
-    python -m benchmarks.accelerator_checklist [--batch-size 64] [--peak-tflops 989]
-    python -m benchmarks.accelerator_checklist --tiny   # on a CPU, a tiny model: it runs
+    python -m benchmarks.accelerator_checklist --backend jax|torch|tensorflow [--batch-size 256]
+    python -m benchmarks.accelerator_checklist --backend jax --tiny   # on a CPU, a tiny model
 
-Each configuration is the pretraining driver's step (`training.loop.TrainingLoop`, `Lamb`,
-float16 through `training.loss_scale`) under the strategy `build_strategy("auto")` picks, on
-one fixed random batch (seq 128, 20 masked). Throughput: `--steps` timed steps after two
-warm-up calls (without XLA, on the loop the loss check trained). MFU: model FLOPs per second
-(forward + backward, `roofs.py`) over the peak: the `--peak-tflops` given (the datasheet's
-dense figure for the dtype), else the measured GEMM roof of the device in that dtype.
-Convergence: `--convergence-steps` steps from the same initial weights on the same batch in
-float32 and in each mixed precision; the largest difference of the per-step losses must stay
-within `--loss-tolerance`. Writes everything to
-`--results-json` and exits 1 when a loss check fails.
+`--backend` (default: `KERAS_BACKEND`, else TensorFlow) picks what runs:
+
+- `tensorflow` (`checklist_loop.py`): the pretraining driver's loop under `tf.distribute`, in
+  mixed_float16 and mixed_bfloat16, with and without XLA.
+- `jax`, `torch` (`checklist_fit.py`): Keras's own trainer (`compile_pretrainer`, LAMB) in
+  float32 and mixed_bfloat16; JAX under XLA, PyTorch eager and `torch.compile`d. Imports no
+  TensorFlow: this runs on an accelerator image with PyTorch or JAX, Keras and this checkout.
+
+Every configuration trains on one fixed random batch (`--sequence-length` 128, `--num-masked`
+20) from the same initial weights. MFU: model FLOPs per second (forward + backward,
+`roofs.py`) over the peak: the `--peak-tflops` given (the datasheet's dense figure for the
+16-bit dtypes), else the GEMM roof measured in this run on the same backend in that dtype.
+Convergence: `--convergence-steps` steps in float32 and in each other configuration; the
+largest difference of the per-step losses must stay within `--loss-tolerance`.
+
+The peer: where PyTorch and transformers import (and without `--no-peer`), the run starts with
+`benchmarks.accelerator_peers` in a process of its own (first: JAX and TensorFlow reserve most
+of a GPU's memory once they start) on the same batch, and prints our rate over HF's, per
+compute dtype, the best configuration of each. Writes `--results-json` (the peer's own beside
+it, `*_peer.json`) after every configuration and exits 1 when a loss check fails, 2 when no
+accelerator is found (without `--tiny`).
 """
 
+import importlib.util
+import json
+import os
+import subprocess
 import sys
-import time
 
 from benchmarks import prelude  # isort: skip  (first: sets the environment)
 
-import keras
-import numpy as np
-import tensorflow as tf
-
-from benchmarks.batches import pretraining_batch
-from benchmarks.checklist import checklist_parser, loss_check, make_tiny
-from benchmarks.roofs import gemm_roof, training_flops_per_sequence
-from keras_albert import AlbertBackbone, AlbertConfig, AlbertPretrainer
-from keras_albert.config import get_preset
-from keras_albert.pretraining.objective import pretraining_replica_fn
-from keras_albert.training.lamb import Lamb
-from keras_albert.training.loop import TrainingLoop
-from keras_albert.training.loss_scale import optimizer_for_precision
-from keras_albert.training.strategy import build_strategy
-
-MIXED = ("mixed_float16", "mixed_bfloat16")
-TINY = AlbertConfig(
-    vocabulary_size=1000, embedding_dim=16, hidden_dim=32, intermediate_dim=64, num_layers=2,
-    num_heads=2, max_sequence_length=128,
-)  # fmt: skip
+from benchmarks.checklist import TINY, checklist_parser, make_tiny
+from benchmarks.roofs import BACKENDS
 
 
-def make_loop(strategy, config, policy, jit_compile, batch, learning_rate):
-    """The driver's loop on `batch` repeated, from the weights seed 0 gives."""
-    x, mask_ids, sop_labels = batch
-    labels = {"mlm_logits": mask_ids, "sop_logits": sop_labels}
-    weights = {name: np.ones(value.shape, "float32") for name, value in labels.items()}
-    keras.utils.set_random_seed(0)
-    with strategy.scope():
-        backbone = AlbertBackbone(**{**config.to_dict(), "dropout": 0.0}, dtype=policy)
-        model = AlbertPretrainer(backbone)
-        optimizer = optimizer_for_precision(Lamb(learning_rate), policy)
-        optimizer.build(model.trainable_variables)
-    loop = TrainingLoop(strategy, model, optimizer, pretraining_replica_fn(),
-                        jit_compile=jit_compile)  # fmt: skip
-    iterator = loop.iterator(lambda _: tf.data.Dataset.from_tensors((x, labels, weights)).repeat())
-    return loop, iterator
+def compute_dtype(name: str) -> str:
+    """The dtype a configuration's name says its matrix multiplies run in."""
+    for dtype in ("bfloat16", "float16"):
+        if dtype in name:
+            return dtype
+    return "float32"
 
 
-def timed(loop, iterator, batch_size, steps) -> float:
-    """Sequences/s over `steps` steps, after two calls (tracing, compilation)."""
-    loop.train(iterator, 1)
-    loop.train(iterator, 1)
-    start = time.perf_counter()
-    loop.train(iterator, steps)
-    return batch_size * steps / (time.perf_counter() - start)
+def run_peer(args) -> dict | None:
+    """`accelerator_peers.py` on the same batch, in a process of its own; its results, or None
+    where it is skipped (`--no-peer`, no PyTorch or transformers)."""
+    missing = [name for name in ("torch", "transformers") if importlib.util.find_spec(name) is None]
+    if args.no_peer or missing:
+        print(f"peer: skipped ({'--no-peer' if args.no_peer else ', '.join(missing) + ' missing'})")
+        return None
+    path = os.path.splitext(args.results_json)[0] + "_peer.json"
+    flags = ["--results-json", path, "--batch-size", args.batch_size, "--sequence-length",
+             args.sequence_length, "--num-masked", args.num_masked, "--steps", args.steps,
+             "--convergence-steps", args.convergence_steps, "--loss-tolerance",
+             args.loss_tolerance, *(["--tiny"] if args.tiny else []),
+             *(["--peak-tflops", args.peak_tflops] if args.peak_tflops else [])]  # fmt: skip
+    # Keras on PyTorch, which the peer has anyway: it reads ALBERT-base's preset from the library.
+    search_path = os.pathsep.join([str(prelude.REPOSITORY),
+                                   *filter(None, [os.environ.get("PYTHONPATH")])])  # fmt: skip
+    environment = {**os.environ, "KERAS_BACKEND": "torch", "PYTHONPATH": search_path}
+    print("peer: python -m benchmarks.accelerator_peers " + " ".join(map(str, flags)), flush=True)
+    status = subprocess.run([sys.executable, "-m", "benchmarks.accelerator_peers",
+                             *map(str, flags)], env=environment).returncode  # fmt: skip
+    if not os.path.exists(path):
+        print(f"peer: exited {status} without results")
+        return None
+    with open(path, encoding="utf-8") as file:
+        return {"exit_status": status, **json.load(file)["results"]}
 
 
-def losses(loop, iterator, steps) -> list[float]:
-    return [loop.train(iterator, 1)["loss"] for _ in range(steps)]
+def peer_ratios(ours: dict, peer: dict) -> dict[str, float]:
+    """Per dtype both measured: our best sequences/s over the peer's best."""
+    best = [{}, {}]
+    for side, throughput in zip(best, (ours, peer), strict=True):
+        for name, entry in throughput.items():
+            dtype = compute_dtype(name)
+            side[dtype] = max(side.get(dtype, 0.0), entry["sequences_per_second"])
+    return {dtype: rate / best[1][dtype] for dtype, rate in best[0].items() if dtype in best[1]}
 
 
 def main(argv=None) -> int:
-    parser = checklist_parser(__file__, __doc__.splitlines()[0], batch_size=64)
+    parser = checklist_parser(__file__, __doc__.splitlines()[0], batch_size=256)
+    parser.add_argument("--backend", choices=BACKENDS, default=os.environ["KERAS_BACKEND"])
     parser.add_argument("--learning-rate", type=float, default=1e-3)
+    parser.add_argument("--no-peer", action="store_true", help="skip the PyTorch peer")
     args = parser.parse_args(argv)
+    os.environ["KERAS_BACKEND"] = args.backend  # read once, when Keras is imported below
     prelude.header()
-    config = get_preset("albert_base_v2")
     if args.tiny:
-        config = TINY
         make_tiny(args)
-    strategy = build_strategy("auto")
-    devices = strategy.extended.worker_devices
-    device = devices[0]
-    print(f"devices: {', '.join(devices)}")
-    if not args.tiny and "CPU" in device.upper() and "TPU" not in type(strategy).__name__:
-        print("accelerator_checklist: no GPU or TPU found; use --tiny for a CPU check")
-        return 2
-    batch = pretraining_batch(args.batch_size, args.sequence_length, args.num_masked,
-                              config.vocabulary_size)  # fmt: skip
-    flops = training_flops_per_sequence(config, args.sequence_length, args.num_masked)
-    roofs = {}
-    if "TPU" not in type(strategy).__name__:
-        roofs = {dtype: gemm_roof(dtype, device, seconds=0.3 if args.tiny else 3.0)
-                 for dtype in ("float16", "bfloat16")}  # fmt: skip
-    results = {"devices": devices, "config": config.to_dict(), "batch_size": args.batch_size,
-               "sequence_length": args.sequence_length, "gflop_per_sequence": flops / 1e9,
-               "gemm_roof_gflops": roofs, "peak_tflops": args.peak_tflops, "throughput": {},
-               "convergence": {}}  # fmt: skip
-    loop, iterator = make_loop(strategy, config, "float32", False, batch, args.learning_rate)
-    reference = losses(loop, iterator, args.convergence_steps)
-    failed = False
-    for policy in MIXED:
-        for jit_compile in (False, True):
-            name = f"{policy}{'_xla' if jit_compile else ''}"
-            loop, iterator = make_loop(strategy, config, policy, jit_compile, batch,
-                                       args.learning_rate)  # fmt: skip
-            if not jit_compile:  # the loss check first, from the initial weights
-                curve = losses(loop, iterator, args.convergence_steps)
-                check = loss_check(policy, curve, reference, args.loss_tolerance)
-                results["convergence"][policy] = check
-                failed |= not check["passed"]
-            rate = timed(loop, iterator, args.batch_size, args.steps)
-            peak = args.peak_tflops * 1e3 if args.peak_tflops else roofs.get(policy[6:])
-            mfu = rate * flops / 1e9 / peak if peak else None
-            results["throughput"][name] = {"sequences_per_second": rate, "mfu": mfu}
-            shown = f", MFU {mfu:.2f}" if mfu is not None else ""
-            print(f"  {name}: {rate:.1f} seq/s{shown}")
-    prelude.write_results(args.results_json, results)
-    return 1 if failed else 0
+    peer = run_peer(args)
+    # Keras and the library import here, on the backend chosen.
+    from keras_albert.config import AlbertConfig, get_preset
+
+    if args.backend == "tensorflow":
+        from benchmarks.checklist_loop import run
+    else:
+        from benchmarks.checklist_fit import run
+    config = AlbertConfig(**TINY) if args.tiny else get_preset("albert_base_v2")
+    results = {}
+
+    def save(measured: dict) -> None:
+        results.update(measured, peer=peer)
+        if peer:
+            results["over_peer"] = peer_ratios(measured["throughput"], peer["throughput"])
+        prelude.write_results(args.results_json, results)
+
+    status = run(args, config, save)
+    for dtype, ratio in results.get("over_peer", {}).items():
+        print(f"  ours / HF, best {dtype}: {ratio:.2f}x")
+    return status
 
 
 if __name__ == "__main__":

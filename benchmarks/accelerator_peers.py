@@ -12,7 +12,8 @@ float16 with `torch.amp.GradScaler` (dynamic loss scaling), each eager and, on a
 `torch.compile`. One step: forward, MLM + SOP loss, backward, `AdamW.step` (fused on a GPU;
 PyTorch has no LAMB, and the optimizer is a sliver of the step). Throughput: `--steps` timed
 steps after `--warmup-steps`. MFU: model FLOPs per second over the measured GEMM roof of the
-device in that dtype (`torch.matmul`, 8192³ on a GPU), or over `--peak-tflops` when given.
+device in that dtype (`roofs.gemm_roof`: `torch.matmul`, 8192³ on a GPU), or over
+`--peak-tflops` when given.
 Convergence: `--convergence-steps` eager steps from the same initial weights on the same batch in
 float32 and in each mixed precision; the largest difference of the per-step losses must stay
 within `--loss-tolerance`. The model dimensions are ALBERT-base's preset, read from
@@ -33,15 +34,11 @@ import torch
 import transformers
 
 from benchmarks.batches import pretraining_batch
-from benchmarks.checklist import checklist_parser, loss_check, make_tiny
-from benchmarks.roofs import training_flops_per_sequence
+from benchmarks.checklist import TINY, checklist_parser, loss_check, make_tiny, square_roof_size
+from benchmarks.roofs import gemm_roof, training_flops_per_sequence
 
 PRECISIONS = {"float32": None, "autocast_bfloat16": torch.bfloat16,
               "autocast_float16": torch.float16}  # fmt: skip
-TINY = dict(
-    vocabulary_size=1000, embedding_dim=16, hidden_dim=32, intermediate_dim=64, num_layers=2,
-    num_heads=2, max_sequence_length=128,
-)  # fmt: skip
 
 
 def albert_base(config_json: str | None) -> dict:
@@ -108,24 +105,6 @@ def synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def gemm_roof(dtype: torch.dtype, device: torch.device, size: int, seconds: float) -> float:
-    """GFLOP/s of `torch.matmul` of two `size`² matrices in `dtype`, best of three stretches."""
-    generator = torch.Generator(device=device).manual_seed(0)
-    a = torch.randn(size, size, device=device, generator=generator).to(dtype)
-    b = torch.randn(size, size, device=device, generator=generator).to(dtype)
-    torch.matmul(a, b)
-    synchronize(device)
-    best = 0.0
-    for _ in range(3):
-        count, start = 0, time.perf_counter()
-        while time.perf_counter() - start < seconds / 3:
-            torch.matmul(a, b)
-            count += 1
-        synchronize(device)
-        best = max(best, 2.0 * size**3 * count / (time.perf_counter() - start) / 1e9)
-    return best
-
-
 def timed(step, device, batch_size: int, warmup_steps: int, steps: int) -> float:
     """Sequences/s over `steps` steps after `warmup_steps` (tracing, compilation)."""
     for _ in range(warmup_steps):
@@ -160,9 +139,9 @@ def main(argv=None) -> int:
                               config["vocabulary_size"])  # fmt: skip
     flops = training_flops_per_sequence(types.SimpleNamespace(**config), args.sequence_length,
                                         args.num_masked)  # fmt: skip
-    size, seconds = (256, 0.3) if args.tiny else (8192, 3.0)
-    roofs = {str(dtype).removeprefix("torch."): gemm_roof(dtype, device, size, seconds)
-             for dtype in (torch.float32, torch.bfloat16, torch.float16)}  # fmt: skip
+    size, seconds = square_roof_size(args.tiny)
+    roofs = {dtype: gemm_roof(dtype, device.type, size, size, size, seconds, backend="torch")
+             for dtype in ("float32", "bfloat16", "float16")}  # fmt: skip
     print("GEMM roof, GFLOP/s: " + ", ".join(f"{k} {v:,.0f}" for k, v in roofs.items()))
     results = {"device": name, "torch": torch.__version__,
                "transformers": transformers.__version__, "config": config,

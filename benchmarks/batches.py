@@ -24,3 +24,12 @@ def pretraining_batch(batch_size: int, sequence_length: int, num_masked: int, vo
     mask_ids = np.take_along_axis(token_ids, positions, 1)
     sop_labels = rng.integers(0, 2, batch_size).astype("int32")
     return x, mask_ids, sop_labels
+
+
+def pretraining_targets(batch) -> tuple:
+    """`(x, labels, weights)` of a `pretraining_batch`: the labels and weights (all ones) keyed
+    by the pretrainer's outputs, as the loop's `replica_fn` and `model.fit` take them."""
+    x, mask_ids, sop_labels = batch
+    labels = {"mlm_logits": mask_ids, "sop_logits": sop_labels}
+    weights = {name: np.ones(value.shape, "float32") for name, value in labels.items()}
+    return x, labels, weights

@@ -1,12 +1,14 @@
-"""What the accelerator checklist's two halves share: the flags, the tiny CPU mode and the loss
-check (`accelerator_checklist.py`, ours on TensorFlow; `accelerator_peers.py`, HF on PyTorch).
-Imports neither framework."""
+"""What the accelerator checklist's halves share: the flags, the tiny CPU mode, the workload
+(batch and FLOPs), the GEMM roof's size and the loss check (`accelerator_checklist.py`, ours on
+any Keras backend; `accelerator_peers.py`, HF on PyTorch). Imports no framework."""
 
 import argparse
 
 import numpy as np
 
 from benchmarks import prelude
+from benchmarks.batches import pretraining_batch, pretraining_targets
+from benchmarks.roofs import training_flops_per_sequence
 
 
 def checklist_parser(script: str, description: str, batch_size: int) -> argparse.ArgumentParser:
@@ -26,10 +28,33 @@ def checklist_parser(script: str, description: str, batch_size: int) -> argparse
     return parser
 
 
+# The tiny CPU mode's model: ALBERT's shape, small enough to train in seconds on a CPU.
+TINY = dict(
+    vocabulary_size=1000, embedding_dim=16, hidden_dim=32, intermediate_dim=64, num_layers=2,
+    num_heads=2, max_sequence_length=128,
+)  # fmt: skip
+
+
+def square_roof_size(tiny: bool) -> tuple[int, float]:
+    """The side of the square GEMM the PyTorch peer and ours on JAX and PyTorch time for their
+    roof, and for how many seconds: 8192³ on an accelerator (large enough to be the device's
+    best), 256³ for 0.3 s in the tiny mode."""
+    return (256, 0.3) if tiny else (8192, 3.0)
+
+
 def make_tiny(args) -> None:
     """The tiny CPU mode's sizes: batch 4 × 32, 4 masked, 2 timed and 6 checked steps."""
     args.batch_size, args.steps, args.convergence_steps = 4, 2, 6
     args.sequence_length, args.num_masked = 32, 4
+
+
+def workload(args, config) -> tuple[tuple, float]:
+    """The run's fixed batch as `(x, labels, weights)` for a pretrainer of `config` (an
+    `AlbertConfig`), and the FLOPs of one of its sequences' training step."""
+    batch = pretraining_batch(args.batch_size, args.sequence_length, args.num_masked,
+                              config.vocabulary_size)  # fmt: skip
+    flops = training_flops_per_sequence(config, args.sequence_length, args.num_masked)
+    return pretraining_targets(batch), flops
 
 
 def loss_check(name: str, curve, reference, tolerance: float) -> dict:

@@ -92,7 +92,7 @@ def versions() -> dict:
     """Python's version and that of each of `LIBRARIES` the script has imported."""
     found = {"python": platform.python_version()}
     for name in LIBRARIES:
-        if name in sys.modules:
+        if sys.modules.get(name) is not None:  # None: made unimportable
             found[name] = getattr(sys.modules[name], "__version__", "unknown")
     return found
 

@@ -1,7 +1,8 @@
-"""The accelerator checklist's two halves in their CPU mode (`--tiny`): ours
-(benchmarks/accelerator_checklist.py) and HF's (benchmarks/accelerator_peers.py). Every
-configuration runs, the JSON holds a rate and an MFU for each, and the mixed-precision losses
-follow float32's from the same start."""
+"""The accelerator checklist's halves in their CPU mode (`--tiny`): ours
+(benchmarks/accelerator_checklist.py) on each Keras backend and HF's
+(benchmarks/accelerator_peers.py). Every configuration runs, the JSON holds a rate and an MFU
+for each, and the losses fall and follow float32's from the same start. On JAX and PyTorch the
+run has TensorFlow made unimportable: what an accelerator image without it runs."""
 
 import json
 import os
@@ -11,27 +12,59 @@ from pathlib import Path
 
 import pytest
 
+from tests.backends.conftest import tensorflow_blocker
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
-# Each script trains its tiny model in every precision in a process of its own: the README's
-# test command skips them, CI runs them (--run-slow).
-pytestmark = pytest.mark.slow
+# XLA's CPU compiler without its costly LLVM passes: the tiny run's two train steps compile in
+# a third of the time; these tests check what runs and trains, not its speed.
+FAST_XLA = {"XLA_FLAGS": "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes"}
 
 
-def run_tiny(script: str, tmp_path) -> dict:
-    """`python -m benchmarks.<script> --tiny` in a subprocess; its JSON's results."""
+def run_tiny(
+    script: str, tmp_path, *flags: str, tensorflow: bool = True, extra_env: dict | None = None
+) -> dict:
+    """`python -m benchmarks.<script> --tiny FLAGS` in a subprocess (`extra_env` added to its
+    environment); its JSON."""
     output = tmp_path / "results.json"
     env = {key: value for key, value in os.environ.items() if key != "TF_CONFIG"}
-    env["PYTHONPATH"] = str(REPO_ROOT)
+    path = [str(REPO_ROOT)] if tensorflow else [tensorflow_blocker(str(tmp_path)), str(REPO_ROOT)]
+    env.update(PYTHONPATH=os.pathsep.join(path), JAX_PLATFORMS="cpu", **(extra_env or {}))
     result = subprocess.run(
-        [sys.executable, "-m", f"benchmarks.{script}", "--tiny", "--results-json", str(output)],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180,
+        [sys.executable, "-m", f"benchmarks.{script}", "--tiny", "--results-json", str(output),
+         *flags],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return json.loads(output.read_text())["results"]
+    return json.loads(output.read_text())
 
 
+@pytest.mark.parametrize(
+    "backend, names",
+    [("jax", {"float32_xla", "mixed_bfloat16_xla"}), ("torch", {"float32", "mixed_bfloat16"})],
+)
+def test_tiny_mode_on_jax_and_pytorch_trains_without_tensorflow(backend, names, tmp_path):
+    record = run_tiny("accelerator_checklist", tmp_path, "--backend", backend, "--no-peer",
+                      tensorflow=False, extra_env=FAST_XLA)  # fmt: skip
+    assert "tensorflow" not in record["machine"]["versions"]
+    results = record["results"]
+    assert results["backend"] == backend and results["peer"] is None
+    assert set(results["gemm_roof_gflops"]) == {"float32", "bfloat16"}
+    assert all(roof > 0 for roof in results["gemm_roof_gflops"].values())
+    assert set(results["throughput"]) == names
+    for entry in results["throughput"].values():
+        assert entry["sequences_per_second"] > 0 and 0 < entry["mfu"] < 1
+    reference = results["float32_losses"]
+    assert len(reference) == 6 and reference[-1] < reference[0]
+    (check,) = results["convergence"].values()  # mixed_bfloat16 against float32
+    assert check["passed"] and check["float32_losses"] == reference
+    assert abs(check["losses"][0] - reference[0]) < 0.01
+    assert check["losses"][-1] < check["losses"][0]
+    assert 0 < check["max_difference"] <= 0.1
+
+
+@pytest.mark.slow  # trains the tiny model in every precision, and the peer (CI: --run-slow)
 def test_tiny_mode_measures_every_configuration_and_checks_the_losses(tmp_path):
-    results = run_tiny("accelerator_checklist", tmp_path)
+    results = run_tiny("accelerator_checklist", tmp_path, "--backend", "tensorflow")["results"]
     assert set(results["throughput"]) == {
         "mixed_float16", "mixed_float16_xla", "mixed_bfloat16", "mixed_bfloat16_xla"
     }  # fmt: skip
@@ -44,12 +77,17 @@ def test_tiny_mode_measures_every_configuration_and_checks_the_losses(tmp_path):
         assert abs(check["losses"][0] - check["float32_losses"][0]) < 0.01
         assert check["losses"][-1] < check["losses"][0]
         assert 0 < check["max_difference"] <= 0.1
+    # The peer ran first, in its own process, on the same batch.
+    assert results["peer"]["exit_status"] == 0
+    assert results["peer"]["batch_size"] == results["batch_size"]
+    assert set(results["over_peer"]) == {"float16", "bfloat16"}
 
 
+@pytest.mark.slow  # trains the tiny model in every precision (CI: --run-slow)
 def test_peer_script_tiny_mode_measures_hf_and_checks_its_losses(tmp_path):
     """HF on PyTorch, no TensorFlow: a rate and an MFU per precision, and the autocast losses
     follow float32's."""
-    results = run_tiny("accelerator_peers", tmp_path)
+    results = run_tiny("accelerator_peers", tmp_path, tensorflow=False)["results"]
     assert set(results["throughput"]) == {
         "hf_float32", "hf_autocast_bfloat16", "hf_autocast_float16"
     }  # fmt: skip

@@ -15,6 +15,18 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TENSORFLOW_MODULES = ("tensorflow", "tensorflow_text", "tensorflow_serving", "tensorflow_hub")
 
 
+def tensorflow_blocker(directory: str) -> str:
+    """A folder under `directory` holding a `sitecustomize` that makes TensorFlow
+    unimportable; put it first on PYTHONPATH."""
+    shim = os.path.join(directory, "without_tensorflow")
+    os.makedirs(shim, exist_ok=True)
+    with open(os.path.join(shim, "sitecustomize.py"), "w") as file:
+        file.write(
+            f"import sys\nfor name in {TENSORFLOW_MODULES!r}:\n    sys.modules[name] = None\n"
+        )
+    return shim
+
+
 def run_on_backend(
     script: str,
     backend: str,
@@ -28,13 +40,7 @@ def run_on_backend(
     it (in an environment without TensorFlow, it has nothing to block)."""
     path = [REPOSITORY]
     if not tensorflow:
-        shim = os.path.join(args[0], "without_tensorflow")
-        os.makedirs(shim, exist_ok=True)
-        with open(os.path.join(shim, "sitecustomize.py"), "w") as file:
-            file.write(
-                f"import sys\nfor name in {TENSORFLOW_MODULES!r}:\n    sys.modules[name] = None\n"
-            )
-        path.insert(0, shim)
+        path.insert(0, tensorflow_blocker(args[0]))
     environment = {
         **os.environ,
         "KERAS_BACKEND": backend,
