@@ -16,7 +16,10 @@ from benchmarks import prelude
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 # Modules the scripts import; the rest of benchmarks/*.py are scripts.
-HELPERS = ("__init__", "prelude", "batches", "checklist", "interleaved", "roofs")
+HELPERS = (
+    "__init__", "prelude", "batches", "checklist", "checklist_fit", "checklist_loop", "interleaved",
+    "roofs",
+)  # fmt: skip
 SCRIPTS = sorted(
     path for path in (REPO_ROOT / "benchmarks").glob("*.py") if path.stem not in HELPERS
 )

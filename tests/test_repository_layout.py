@@ -228,7 +228,8 @@ PERIOD_PATTERNS = (
     ),
     (re.compile(r"issues?" + _SPACE + r"#?\d+"), "a word, not after owner/repo"),
     (re.compile(r"(?:stop|period)s?" + _SPACE + r"\d+"), "a word"),
-    (re.compile(r"\(#\d+"), "anywhere"),
+    # (not a Markdown link to a numbered heading: "[measured](#4-measured)")
+    (re.compile(r"\(#\d+(?!-[a-z])"), "anywhere"),
     (re.compile(r"[sit]\d\d+(?:-[a-z]|/)"), "a path part"),
 )
 _OWNER_REPO_BEFORE = re.compile(r"[\w.-]+/[\w.-]+[ \u00a0]+$")
@@ -316,6 +317,7 @@ def test_the_checker_finds_numbered_work_periods(tmp_path):
         "float32/bfloat16 and bfloat16-s0 keys; wnut17/dev.conll; a full stop. 1,000 labels",
         "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String",
         "the recording sessions \t1",
+        "([measured](#4-measured), [the projection](#5-projection-for-bookcorpus))",
     ]
     (tmp_path / "docs").mkdir()
     for path, lines in (("docs/planted.md", planted), ("clean.py", clean)):
