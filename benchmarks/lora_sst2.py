@@ -84,6 +84,9 @@ def main(argv=None) -> None:
     parser.add_argument("--lora-rank", type=int, default=8)
     parser.add_argument("--lora-learning-rate", type=float, default=1e-3)
     parser.add_argument("--quick", action="store_true", help="the main job's smoke variant")
+    parser.add_argument(
+        "--sides", default="full,lora", help="which runs: full, lora or both (full,lora)"
+    )
     args = parser.parse_args(argv)
     prelude.header()
 
@@ -96,6 +99,10 @@ def main(argv=None) -> None:
         "full": {"learning_rate": job.finetune_learning_rate, "lora_rank": None},
         "lora": {"learning_rate": args.lora_learning_rate, "lora_rank": args.lora_rank},
     }
+    chosen = args.sides.split(",")
+    if not chosen or set(chosen) - set(sides):
+        parser.error(f"`--sides` must be full, lora or full,lora. Received: --sides={args.sides}")
+    sides = {side: sides[side] for side in chosen}
     results = {side: [] for side in sides}
     for seed in args.seeds:
         for side, changes in sides.items():
@@ -104,7 +111,12 @@ def main(argv=None) -> None:
                 False,
                 train_data=train_file,
                 eval_data=job.finetune_eval_data,
-                output_dir=os.path.join(args.output_dir, "lora_sst2", side, f"seed_{seed}"),
+                output_dir=os.path.join(
+                    args.output_dir,
+                    "lora_sst2",
+                    f"{side}_lr{changes['learning_rate']:g}",
+                    f"seed_{seed}",
+                ),
                 train_steps=job.finetune_train_steps,
                 num_evaluations=job.finetune_evaluations,
                 seed=seed,
@@ -129,6 +141,9 @@ def main(argv=None) -> None:
             for key in ("accuracy", "steps_per_second", "peak_memory_mb", "checkpoint_bytes")
         }
         summary[side]["trainable_parameters"] = rows[0]["trainable_parameters"]
+    if set(sides) != {"full", "lora"}:
+        prelude.write_results(args.results_json, {"options": vars(args), "runs": results})
+        return
     full, lora = summary["full"], summary["lora"]
     summary["lora_minus_full_points"] = 100 * (lora["accuracy"] - full["accuracy"])
     summary["trainable_share"] = lora["trainable_parameters"] / results["lora"][0]["parameters"]
