@@ -23,13 +23,14 @@ install() {
     cp setup.cfg "$stamp"
   fi
 }
-# A second environment without TensorFlow: keras + jax[cpu] (and safetensors), at the versions
-# .venv has, where the backend tests import the library from the source tree as a user without
-# TensorFlow would (tests/backends/test_without_tensorflow.py). Rebuilt when the versions change.
+# A second environment without TensorFlow: keras + jax[cpu], safetensors and sentencepiece (with
+# its protobuf), at the versions .venv has, where the backend tests import the library from the
+# source tree as a user without TensorFlow would (tests/backends/test_without_tensorflow.py).
+# Rebuilt when the versions change.
 install_without_tensorflow() {
   local venv=.venv-without-tensorflow wanted
   wanted=$(.venv/bin/python -c "from importlib.metadata import version as v
-print(' '.join(f'{name}=={v(name)}' for name in ('keras', 'jax', 'jaxlib', 'safetensors')))")
+print(' '.join(f'{name}=={v(name)}' for name in ('keras', 'jax', 'jaxlib', 'safetensors', 'sentencepiece', 'protobuf')))")
   if [ ! -f "$venv/.installed" ] || [ "$(cat "$venv/.installed")" != "$wanted" ]; then
     echo "== installing $wanted into $venv (no TensorFlow)"
     rm -rf "$venv"

@@ -3,8 +3,9 @@
 TensorFlow imported: what processes that only encode text load (the pretraining data's
 workers, `keras_albert.pretraining.data`). The recipe: `keras_albert.text.tokenizer`.
 
-A path to the model is read with `tf.io.gfile` (any file system TensorFlow reads), so it
-imports TensorFlow; the model's bytes (`read_vocabulary_file`) need none.
+A path to the model is read with `tf.io.gfile` where TensorFlow is installed (any file system
+it reads), so it imports TensorFlow; without TensorFlow, as a local file. The model's bytes
+(`read_vocabulary_file`) need none.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from keras_albert._startup import tensorflow_installed
 from keras_albert.text.normalization import normalize_text
 from keras_albert.text.sentencepiece_model import (
     SPIECE_UNDERLINE,
@@ -38,7 +40,8 @@ _WORD_START_PUNCTUATION = frozenset('!"#$%&"()*+,-./:;?@[\\]^_`{|}~')
 
 def read_vocabulary_file(proto: str | os.PathLike | bytes) -> bytes:
     """The bytes of a SentencePiece model or WordPiece vocabulary file (anything `tf.io.gfile`
-    reads), or `proto` itself when it is bytes: what to ship to workers instead of a path."""
+    reads; a local file where TensorFlow is not installed), or `proto` itself when it is bytes:
+    what to ship to workers instead of a path."""
     if isinstance(proto, bytes):
         return proto
     if not isinstance(proto, (str, os.PathLike)):
@@ -47,18 +50,22 @@ def read_vocabulary_file(proto: str | os.PathLike | bytes) -> bytes:
             "its bytes. "
             f"Received: proto={proto!r} ({type(proto).__name__})"
         )
-    import tensorflow as tf  # tf.io.gfile: gs://, hdfs://, ... (bytes need no TensorFlow)
-
     path = os.fspath(proto)
-    if not tf.io.gfile.exists(path):
+    if tensorflow_installed():  # tf.io.gfile: gs://, hdfs://, ... (bytes need no TensorFlow)
+        import tensorflow as tf
+
+        exists, isdir, open_file = tf.io.gfile.exists, tf.io.gfile.isdir, tf.io.gfile.GFile
+    else:  # local files only
+        exists, isdir, open_file = os.path.exists, os.path.isdir, open
+    if not exists(path):
         raise FileNotFoundError(f"SentencePiece model or vocabulary file not found: {path!r}")
-    if tf.io.gfile.isdir(path):
+    if isdir(path):
         raise ValueError(
             f"`proto` (the SentencePiece model or WordPiece vocabulary) must be a file, not a "
             "directory. "
             f"Received: proto={path!r}"
         )
-    with tf.io.gfile.GFile(path, "rb") as file:
+    with open_file(path, "rb") as file:
         return file.read()
 
 

@@ -1,18 +1,20 @@
 """`import keras_albert` and everything that needs no TensorFlow (models, configs, presets,
-`.keras`, `.weights.h5`, Hugging Face and keras-hub checkpoints) on JAX without TensorFlow;
-what needs it says so in one line.
+`.keras`, `.weights.h5`, Hugging Face and keras-hub checkpoints, the tokenizer's Python path)
+on JAX without TensorFlow; what needs it says so in one line.
 
-In the environment without TensorFlow that `tools/run.sh test` builds (keras + jax[cpu] only,
-the library from this source tree; named by KERAS_ALBERT_PYTHON_WITHOUT_TENSORFLOW), as CI
-runs it; a bare `pytest` without that environment runs the same script here, with TensorFlow
-made unimportable.
+In the environment without TensorFlow that `tools/run.sh test` builds (keras + jax[cpu] and
+sentencepiece, the library from this source tree; named by
+KERAS_ALBERT_PYTHON_WITHOUT_TENSORFLOW), as CI runs it; a bare `pytest` without that
+environment runs the same script here, with TensorFlow made unimportable.
 """
 
 import os
 import subprocess
 import sys
 
+from keras_albert.text.tokenizer import AlbertTokenizer
 from tests.backends.conftest import run_on_backend
+from tests.text.text_data import ALBERT_MODEL
 
 NEEDS_TENSORFLOW = (
     "needs TensorFlow, which is not installed. Install it with pip install tensorflow==2.21.*"
@@ -31,6 +33,7 @@ def test_models_and_converters_work_without_tensorflow(tmp_path):
         "without_tensorflow_run.py",
         "jax",
         str(tmp_path),
+        str(ALBERT_MODEL),
         tensorflow=bool(python),
         python=python or sys.executable,
     )
@@ -38,6 +41,10 @@ def test_models_and_converters_work_without_tensorflow(tmp_path):
     for name in ("model.keras", "model.weights.h5", "hf", "keras_hub"):
         assert results[name] <= 1e-6, name
     assert results["preset"] == 768
+    # The tokenizer's Python path without TensorFlow: the ids of `AlbertTokenizer` here.
+    tokenizer = AlbertTokenizer(ALBERT_MODEL)
+    assert results["ids"] == {text: tokenizer.encode(text) for text in results["ids"]}
+    assert len(results["ids"]) == 2 and all(len(ids) > 3 for ids in results["ids"].values())
     assert results["errors"] == {
         name: f"`{name}` {NEEDS_TENSORFLOW}" for name in ("AlbertTokenizer", "export_for_serving")
     }

@@ -1,7 +1,8 @@
-"""Run as `python without_tensorflow_run.py WORK_DIR` with TensorFlow made unimportable (the
-`sitecustomize` of `test_without_tensorflow.py`) and KERAS_BACKEND=jax or torch: the models,
-the configs, the presets and the TF-free converters work; what needs TensorFlow says so in one
-line. Prints one JSON object."""
+"""Run as `python without_tensorflow_run.py WORK_DIR SENTENCEPIECE_MODEL` without TensorFlow
+(an environment without it, or the `sitecustomize` of `conftest.run_on_backend`) and
+KERAS_BACKEND=jax or torch: the models, the configs, the presets, the TF-free converters and
+the tokenizer's Python path work; what needs TensorFlow says so in one line. Prints one JSON
+object."""
 
 import json
 import os
@@ -13,6 +14,9 @@ import numpy as np
 
 import keras_albert
 from keras_albert import AlbertClassifier, AlbertConfig, load_checkpoint, save_checkpoint
+from keras_albert.text.python_tokenizer import PythonTokenizer
+
+SENTENCES = ["A Charming Journey.", "Crème brûlée, über-naïve — 1999!"]
 
 work_dir = sys.argv[1]
 results = {
@@ -44,6 +48,9 @@ results["model.weights.h5"] = float(
     np.abs(keras.ops.convert_to_numpy(loaded(inputs)) - expected).max()
 )
 results["preset"] = keras_albert.get_preset("albert_base_v2").hidden_dim
+# The Python path of the tokenizer, from the model's path (read as a local file).
+tokenizer = PythonTokenizer(sys.argv[2])
+results["ids"] = {sentence: tokenizer.encode(sentence) for sentence in SENTENCES}
 
 errors = {}
 for name, use in (
