@@ -150,8 +150,10 @@ def optimizer() -> Lamb:
     return Lamb(WarmupPolynomialDecay(0.01, warmup_steps=1, total_steps=10))
 
 
-# Three steps of a tiny model: compiling each model's train step (XLA, jax.jit) costs more.
-JIT_COMPILE = False
+# Three steps of a tiny model. On JAX `jax.jit` of the train step is the cheaper way (the four
+# models' fits: 19 s jitted, 36 s op by op); on TensorFlow `tf.function` without XLA; on
+# PyTorch eager (`torch.compile` would take minutes on a CPU).
+JIT_COMPILE = keras.backend.backend() == "jax"
 
 
 def compile_for_training(name: str, model: keras.Model) -> None:
