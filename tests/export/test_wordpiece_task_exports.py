@@ -38,6 +38,10 @@ from tests.export.conftest import read_logs, run_harness, write_requests
 from tests.export.test_serving_export import FORBIDDEN_OPS, outputs_of
 from tests.text.text_data import ALBERT_MODEL, DATA
 
+# Two fine-tuning runs, two exports and a serving process (≈ 1 min): with the slow tests, which
+# CI runs. tests/export/test_chinese_export.py serves a WordPiece export in every run.
+pytestmark = pytest.mark.slow
+
 TOOL = Path(__file__).resolve().parents[2] / "tools" / "finetune.py"
 VOCABULARY = DATA / "zh" / "vocab_chinese.txt"
 SQUAD = DATA / "zh" / "squad_zh_sample.json"

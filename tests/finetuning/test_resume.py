@@ -416,6 +416,7 @@ def test_resumed_from_an_earlier_checkpoint_ends_like_the_uninterrupted_run(
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.slow  # two runs, one of them resumed: ≈ 23 s (CI runs it)
 def test_a_float32_run_resumes_in_mixed_precision(config_path, tmp_path):
     """The same interrupted NER run (step 3 of 8) resumed in mixed_bfloat16 and in
     mixed_float16: the checkpoint (float32 weights, the unwrapped optimizer) loads under

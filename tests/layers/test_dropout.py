@@ -117,6 +117,7 @@ def assert_the_same_seed_draws_the_same_masks(results):
                 np.testing.assert_array_equal(again[replica], output, err_msg=name)
 
 
+@pytest.mark.slow  # a MirroredStrategy over logical CPUs in a subprocess: ≈ 16 s (CI runs it)
 def test_mirrored_replicas_draw_their_own_reproducible_masks(tmp_path):
     output = tmp_path / "mirrored.npz"
     assert_succeeded(run_helpers([(["mirrored", output, "--logical-cpus", 2], {})], helper=HELPER))

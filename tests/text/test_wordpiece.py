@@ -205,6 +205,7 @@ def test_greek_final_sigma_as_python_lowercases(tokenizer, bert_reference):
     assert "##ς" in tokenizer.encode_pieces(text)
 
 
+@pytest.mark.slow  # 1.1M characters through both paths: ≈ 12 s (CI runs it)
 def test_every_character_both_paths_equal(tokenizer):
     # Each character between two letters, the groups joined by spaces into chunks: the graph
     # path gives the Python path's ids for every one. (The words before WordPiece differ on
