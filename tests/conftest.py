@@ -58,24 +58,27 @@ def pytest_addoption(parser):
     )
 
 
-# The test files that take longest (`--durations`), longest first. pytest-xdist gives whole
-# files to its workers in collection order (`--dist loadfile`); started last, one of these
-# would keep a worker busy minutes after the other ran out of files.
+# The test files that take longest (`--durations`), longest first, then those that are long
+# only with `--run-slow` (CI). pytest-xdist gives whole files to its workers in collection
+# order (`--dist loadfile`); started last, one of these would keep a worker busy minutes after
+# the other ran out of files.
 LONGEST_FILES_FIRST = (
-    "tests/test_main_job.py",
-    "tests/pretraining/test_driver.py",
-    "tests/finetuning/test_resume.py",
-    "tests/finetuning/test_driver.py",
-    "tests/backends/test_parity.py",
-    "tests/test_tool_errors.py",
     "tests/test_guides.py",
-    "tests/export/test_task_exports.py",
+    "tests/finetuning/test_resume.py",
+    "tests/pretraining/test_driver.py",
+    "tests/finetuning/test_driver.py",
     "tests/finetuning/test_precision.py",
+    "tests/test_tool_errors.py",
+    "tests/export/test_task_exports.py",
     "tests/finetuning/test_tasks.py",
     "tests/export/test_serving_export.py",
-    "tests/export/test_wordpiece_task_exports.py",
-    "tests/tasks/classification/test_reader.py",
+    "tests/export/test_client.py",
     "tests/export/test_tfhub_export.py",
+    "tests/tasks/classification/test_reader.py",
+    "tests/backends/test_tf1_checkpoints.py",
+    "tests/test_main_job.py",
+    "tests/backends/test_parity.py",
+    "tests/export/test_wordpiece_task_exports.py",
 )
 
 

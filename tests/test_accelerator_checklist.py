@@ -38,6 +38,7 @@ def run_tiny(
     return json.loads(output.read_text())
 
 
+@pytest.mark.slow  # ≈ 14 s each (CI runs them, as the TensorFlow tiny run)
 @pytest.mark.parametrize(
     "backend, names",
     [("jax", {"float32_xla", "mixed_bfloat16_xla"}), ("torch", {"float32", "mixed_bfloat16"})],

@@ -24,6 +24,11 @@ from tests.backends import zoo
 from tests.backends.conftest import run_on_backend
 from tests.text.text_data import ALBERT_MODEL, load_sst2_dev
 
+# Every model on three backends at once (≈ 75 s): with the slow tests, which CI runs. In every
+# run, test_tf1_checkpoints.py compares a pretrainer's outputs on the three backends and
+# test_without_tensorflow.py runs the models and converters on JAX.
+pytestmark = pytest.mark.slow
+
 BACKENDS = ("jax", "torch")
 OUTPUT_ATOL = 1e-5
 LOSS_RTOL = 1e-4
