@@ -9,18 +9,9 @@ import os
 import numpy as np
 import pytest
 
-from keras_albert import AlbertBackbone, AlbertPretrainer
 from keras_albert.convert import load_checkpoint
 from tests.backends.conftest import run_on_backend
-from tests.convert.test_tf1 import (
-    CONFIG,
-    ORIGINAL_CONFIG,
-    PRETRAINING_HEADS,
-    expected_names,
-    original_forward,
-    write_tf1_checkpoint,
-)
-from tests.helpers import random_inputs
+from tests.convert.test_tf1 import original_outputs, pretraining_checkpoint
 
 BACKENDS = ("tensorflow", "jax", "torch")
 
@@ -31,15 +22,8 @@ def outputs(tmp_path_factory):
     work_dir = tmp_path_factory.mktemp("tf1_on_backends")
     checkpoint_dir = work_dir / "tf1"
     checkpoint_dir.mkdir()
-    template = AlbertPretrainer(AlbertBackbone.from_albert_config(CONFIG))
-    values = write_tf1_checkpoint(
-        checkpoint_dir, template, expected_names(CONFIG, PRETRAINING_HEADS)
-    )
-    model = load_checkpoint(checkpoint_dir)
-    model.save(work_dir / "model.keras")
-    inputs = random_inputs(
-        ORIGINAL_CONFIG["vocab_size"], batch_size=3, sequence_length=16, num_masked=4, seed=2
-    )
+    values, inputs = pretraining_checkpoint(checkpoint_dir)
+    load_checkpoint(checkpoint_dir).save(work_dir / "model.keras")
     np.savez(work_dir / "inputs.npz", **inputs)
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         runs = [
@@ -49,29 +33,13 @@ def outputs(tmp_path_factory):
         # TensorFlow's side here, from the same file, while the others run.
         loaded = load_checkpoint(work_dir / "model.keras")
         backbone_inputs = {key: value for key, value in inputs.items() if key != "mask_positions"}
-        results = {"tensorflow": {**loaded.backbone(backbone_inputs), **loaded(inputs)}}
-        results["tensorflow"] = {
-            key: np.asarray(value) for key, value in results["tensorflow"].items()
-        }
+        outputs = {**loaded.backbone(backbone_inputs), **loaded(inputs)}
+        results = {"tensorflow": {key: np.asarray(value) for key, value in outputs.items()}}
         for run in runs:
             run.result()
     for backend in BACKENDS[1:]:
         results[backend] = dict(np.load(os.path.join(work_dir, f"outputs_{backend}.npz")))
-    sequence, pooled, mlm_logits, sop_logits = original_forward(
-        values,
-        ORIGINAL_CONFIG,
-        inputs["token_ids"],
-        inputs["segment_ids"],
-        inputs["padding_mask"].astype(np.float64),
-        inputs["mask_positions"],
-    )
-    original = {
-        "sequence_output": sequence,
-        "pooled_output": pooled,
-        "mlm_logits": mlm_logits,
-        "sop_logits": sop_logits,
-    }
-    return original, results
+    return original_outputs(values, inputs), results
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

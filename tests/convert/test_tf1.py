@@ -234,14 +234,19 @@ def original_forward(values, original_config, token_ids, segment_ids, input_mask
     return x, pooled, mlm_logits, sop_logits
 
 
-def test_forward_matches_a_numpy_transcription_of_the_original(tmp_path):
+def pretraining_checkpoint(directory) -> tuple[dict, dict]:
+    """A pretraining checkpoint under the original's names in `directory`, and inputs for it:
+    (the variables' values by name, the model's inputs with 4 masked positions)."""
     template = AlbertPretrainer(AlbertBackbone.from_albert_config(CONFIG))
-    names = expected_names(CONFIG, PRETRAINING_HEADS)
-    values = write_tf1_checkpoint(tmp_path, template, names)
-    model = load_checkpoint(tmp_path)
+    values = write_tf1_checkpoint(directory, template, expected_names(CONFIG, PRETRAINING_HEADS))
     inputs = random_inputs(
         ORIGINAL_CONFIG["vocab_size"], batch_size=3, sequence_length=16, num_masked=4, seed=2
     )
+    return values, inputs
+
+
+def original_outputs(values: dict, inputs: dict) -> dict:
+    """`original_forward` on the model's `inputs`, by the names of our models' outputs."""
     sequence, pooled, mlm_logits, sop_logits = original_forward(
         values,
         ORIGINAL_CONFIG,
@@ -250,16 +255,25 @@ def test_forward_matches_a_numpy_transcription_of_the_original(tmp_path):
         inputs["padding_mask"].astype(np.float64),
         inputs["mask_positions"],
     )
+    return {
+        "sequence_output": sequence,
+        "pooled_output": pooled,
+        "mlm_logits": mlm_logits,
+        "sop_logits": sop_logits,
+    }
+
+
+def test_forward_matches_a_numpy_transcription_of_the_original(tmp_path):
+    values, inputs = pretraining_checkpoint(tmp_path)
+    model = load_checkpoint(tmp_path)
+    expected = original_outputs(values, inputs)
     backbone_inputs = {k: v for k, v in inputs.items() if k != "mask_positions"}
-    backbone_outputs = to_numpy(model.backbone(backbone_inputs))
-    outputs = to_numpy(model(inputs))
+    outputs = {**to_numpy(model.backbone(backbone_inputs)), **to_numpy(model(inputs))}
     # Observed differences are ~1e-7 (float32 against float64), padded positions included.
-    np.testing.assert_allclose(backbone_outputs["sequence_output"], sequence, atol=1e-5)
-    np.testing.assert_allclose(backbone_outputs["pooled_output"], pooled, atol=1e-5)
-    np.testing.assert_allclose(outputs["mlm_logits"], mlm_logits, atol=1e-5)
-    np.testing.assert_allclose(outputs["sop_logits"], sop_logits, atol=1e-5)
+    for key in ("sequence_output", "pooled_output", "mlm_logits", "sop_logits"):
+        np.testing.assert_allclose(outputs[key], expected[key], atol=1e-5, err_msg=key)
     # Both heads are far from constant: the comparison cannot pass on zeros.
-    assert mlm_logits.std() > 0.5 and np.abs(sop_logits).max() > 0.5
+    assert expected["mlm_logits"].std() > 0.5 and np.abs(expected["sop_logits"]).max() > 0.5
 
 
 GROUP_1_LAYER_NORM_1 = "bert/encoder/transformer/group_1/inner_group_0/LayerNorm_1/gamma"
