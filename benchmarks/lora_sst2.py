@@ -8,13 +8,16 @@ The main job's first four steps (corpus, tokenizer, pretraining data, pretrainin
 and are skipped where `--output-dir` already holds them (a finished `tools/main.py` run is
 reused as it is). Then, from its pretraining checkpoint, with its fine-tuning options
 (`main_job.steps.finetuning_options`: the same training sample, tokenizer, lengths, batch,
-dynamic padding, XLA, precision, steps and evaluations), one full run and one LoRA run per
-seed, alternating (full, LoRA, full, ...), each in a fresh process with all the cores, one at
-a time. The LoRA runs differ only in `lora_rank` and `--lora-learning-rate` (adapters start at
-zero and are few: they want a larger rate than the whole model). Accuracy: the run's last dev
-evaluation, as the main job reports it (the best of them is recorded too). Steps/s: the
-training steps over the time between evaluations, after the first stretch (which compiles).
-Peak memory: the run process's maximum resident set.
+dynamic padding, XLA, precision, steps and evaluations), per seed one run of each side, in
+turn (full, LoRA, LoRA on query and value, full, ...), each in a fresh process with all the
+cores, one at a time. The sides: `full` fine-tunes every weight; `lora` trains adapters on
+every weight matrix of the backbone (`enable_lora`'s default, the token table among them);
+`lora_query_value` on the attention's query and value projections only (keras-hub's choice).
+The LoRA sides differ from `full` only in `lora_rank`, their targets and
+`--lora-learning-rate` (adapters start at zero and are few: they want a larger rate than the
+whole model). Accuracy: the run's last dev evaluation, as the main job reports it (the best
+of them is recorded too). Steps/s: the training steps over the time between evaluations, after
+the first stretch (which compiles). Peak memory: the run process's maximum resident set.
 """
 
 import dataclasses
@@ -87,7 +90,9 @@ def main(argv=None) -> None:
     parser.add_argument("--lora-learning-rate", type=float, default=1e-3)
     parser.add_argument("--quick", action="store_true", help="the main job's smoke variant")
     parser.add_argument(
-        "--sides", default="full,lora", help="which runs: full, lora or both (full,lora)"
+        "--sides",
+        default="full,lora,lora_query_value",
+        help="which runs, comma-separated: full, lora, lora_query_value",
     )
     args = parser.parse_args(argv)
     prelude.header()
@@ -97,13 +102,18 @@ def main(argv=None) -> None:
     train_file = job.path("finetuning", "sst2_train_sample.tsv")
     os.makedirs(os.path.dirname(train_file), exist_ok=True)
     sample_tsv(job.finetune_train_data, train_file, job.finetune_examples, job.seed)
+    lora = {"learning_rate": args.lora_learning_rate, "lora_rank": args.lora_rank}
     sides = {
         "full": {"learning_rate": job.finetune_learning_rate, "lora_rank": None},
-        "lora": {"learning_rate": args.lora_learning_rate, "lora_rank": args.lora_rank},
+        "lora": lora,
+        "lora_query_value": lora | {"lora_target_layer_names": ("query", "value")},
     }
     chosen = args.sides.split(",")
     if not chosen or set(chosen) - set(sides):
-        parser.error(f"`--sides` must be full, lora or full,lora. Received: --sides={args.sides}")
+        parser.error(
+            f"`--sides` must be some of {', '.join(sides)}, comma-separated. "
+            f"Received: --sides={args.sides}"
+        )
     sides = {side: sides[side] for side in chosen}
     results = {side: [] for side in sides}
     for seed in args.seeds:
@@ -125,7 +135,12 @@ def main(argv=None) -> None:
                 verbose=2,
                 learning_rate=changes["learning_rate"],
             )
-            options = dataclasses.replace(options, lora_rank=changes["lora_rank"], force=True)
+            options = dataclasses.replace(
+                options,
+                lora_rank=changes["lora_rank"],
+                lora_target_layer_names=changes.get("lora_target_layer_names"),
+                force=True,
+            )
             results[side].append(run(options))
             row = results[side][-1]
             print(
@@ -149,20 +164,21 @@ def main(argv=None) -> None:
             )
         }
         summary[side]["trainable_parameters"] = rows[0]["trainable_parameters"]
-    if set(sides) != {"full", "lora"}:
-        prelude.write_results(args.results_json, {"options": vars(args), "runs": results})
-        return
-    full, lora = summary["full"], summary["lora"]
-    summary["lora_minus_full_points"] = 100 * (lora["accuracy"] - full["accuracy"])
-    summary["trainable_share"] = lora["trainable_parameters"] / results["lora"][0]["parameters"]
-    print(
-        f"\nmean of {len(args.seeds)} seeds: full {full['accuracy']:.4f}, LoRA rank "
-        f"{args.lora_rank} {lora['accuracy']:.4f} ({summary['lora_minus_full_points']:+.2f} "
-        f"points) with {summary['trainable_share']:.2%} of the parameters trained; steps/s "
-        f"{lora['steps_per_second'] / full['steps_per_second']:.2f}x, peak memory "
-        f"{lora['peak_memory_mb'] / full['peak_memory_mb']:.2f}x, checkpoint "
-        f"{lora['checkpoint_bytes'] / full['checkpoint_bytes']:.2f}x of full fine-tuning"
-    )
+    compared = [side for side in sides if side != "full"] if "full" in sides else []
+    for side in compared:
+        full, lora = summary["full"], summary[side]
+        # The share of what full fine-tuning trains (the model's own parameters).
+        lora["trainable_share"] = lora["trainable_parameters"] / full["trainable_parameters"]
+        lora["minus_full_points"] = 100 * (lora["accuracy"] - full["accuracy"])
+        print(
+            f"\nmean of {len(args.seeds)} seeds: full {full['accuracy']:.4f}, {side} rank "
+            f"{args.lora_rank} {lora['accuracy']:.4f} ({lora['minus_full_points']:+.2f} "
+            f"points) training {lora['trainable_share']:.2%} of the parameters full "
+            f"fine-tuning trains; steps/s "
+            f"{lora['steps_per_second'] / full['steps_per_second']:.2f}x, peak memory "
+            f"{lora['peak_memory_mb'] / full['peak_memory_mb']:.2f}x, checkpoint "
+            f"{lora['checkpoint_bytes'] / full['checkpoint_bytes']:.2f}x of full fine-tuning"
+        )
     prelude.write_results(
         args.results_json,
         {"options": vars(args) | {"seeds": list(args.seeds)}, "runs": results, "mean": summary},

@@ -75,6 +75,7 @@ from keras_albert.finetuning.elastic_depth import elastic_replica_fn
 from keras_albert.finetuning.intervals import Plan, train_in_stretches
 from keras_albert.finetuning.options import FinetuningOptions
 from keras_albert.finetuning.task_choice import choose_task, make_task
+from keras_albert.models.backbone import LORA_LAYER_NAMES
 from keras_albert.models.lora import parameter_counts
 from keras_albert.tasks.recipes import epoch_plan, resolve_recipe
 from keras_albert.text.normalization import changed_normalization
@@ -272,7 +273,10 @@ def _build_model(options: FinetuningOptions, strategy, run: _CheckedRun, plan: P
             )
         model = plan.task.build_model(backbone)
         if options.lora_rank is not None:
-            model.backbone.enable_lora(options.lora_rank)
+            targets = options.lora_target_layer_names
+            model.backbone.enable_lora(
+                options.lora_rank, LORA_LAYER_NAMES if targets is None else targets
+            )
         inner = build_optimizer(
             plan.recipe.learning_rate,
             plan.train_steps,

@@ -70,10 +70,14 @@ class FinetuningOptions:
             so, when the stretches use the steps up sooner). By default about one per pass
             over the training data (at least one).
         dropout: dropout of the task head (0.1 as the original heads).
-        lora_rank: train LoRA adapters of this rank on the attention's query and value
-            projections (Keras's `enable_lora`) and the task head, the rest of the backbone
-            frozen; the saved models and exports carry them merged into the kernels. None:
+        lora_rank: train LoRA adapters of this rank (Keras's `enable_lora`) on the layers
+            `lora_target_layer_names` names, and the task head, the rest of the backbone
+            frozen; the saved models and exports carry them merged into the weights. None:
             fine-tune every weight.
+        lora_target_layer_names: the backbone's dense and embedding layers `lora_rank`
+            adapts, by name; None: every weight matrix
+            (`keras_albert.models.backbone.LORA_LAYER_NAMES`, the token table among them);
+            `query,value` is keras-hub's choice.
         weight_decay_rate: AdamW's decoupled decay (LayerNorm and biases excluded).
         skip_invalid: skip (and count) bad rows instead of stopping at the first.
         task_options: the task type's own options (e.g. a `QuestionAnsweringOptions`: the
@@ -134,6 +138,7 @@ class FinetuningOptions:
     )
     dropout: float = 0.1
     lora_rank: int | None = None
+    lora_target_layer_names: tuple[str, ...] | None = None
     weight_decay_rate: float = 0.01
     skip_invalid: bool = False
     task_options: object | None = dataclasses.field(default=None, metadata={"flag": False})
@@ -186,6 +191,12 @@ class FinetuningOptions:
         require_int("keep_checkpoints", self.keep_checkpoints, 1)
         require_one_of("force", self.force, (True, False))
         require_one_of("group_by_length", self.group_by_length, (True, False))
+        if self.lora_target_layer_names is not None and self.lora_rank is None:
+            raise ValueError(
+                "`lora_target_layer_names` must come with `lora_rank` (the adapters' rank). "
+                f"Received: lora_target_layer_names={self.lora_target_layer_names!r}, "
+                "lora_rank=None"
+            )
         if self.group_by_length and self.pad_to_multiple_of is None:
             raise ValueError(
                 "`group_by_length` must come with `pad_to_multiple_of` (grouping saves time "

@@ -13,9 +13,22 @@ from keras_albert.models.cast_once import cast_once
 from keras_albert.models.functional import FunctionalModel
 from keras_albert.validation import require_int
 
-# The layers `enable_lora` adapts: the attention's query and value projections (LoRA's paper,
-# keras-hub's default for ALBERT).
-LORA_LAYER_NAMES = ("query", "value")
+# The layers `enable_lora` adapts by default: every weight matrix of the backbone, the V×E
+# token table among them. ALBERT keeps most of its parameters in that table (68 % of the main
+# job's model) and shares one block across depth, so adapters on the query and value
+# projections alone (LoRA's paper, keras-hub's default) are few and leave the words' meanings
+# frozen; on the main job's SST-2 setup they fall 20 points short of full fine-tuning, these
+# come within noise of it (docs/guides/backends.md#6-lora).
+LORA_LAYER_NAMES = (
+    "token_embedding",
+    "projection",
+    "query",
+    "key",
+    "value",
+    "output",
+    "intermediate",
+    "pooler",
+)
 
 
 @keras.saving.register_keras_serializable(package="keras_albert")
@@ -179,20 +192,36 @@ class AlbertBackbone(FunctionalModel):
             return super().call(inputs, training=training, mask=mask, **kwargs)
 
     def enable_lora(self, rank: int, target_layer_names=LORA_LAYER_NAMES) -> None:
-        """LoRA (Hu et al., 2021, arXiv:2106.09685) on the attention's query and value
-        projections, through Keras's own `Dense.enable_lora`, as keras-hub's
-        `Backbone.enable_lora`: every other weight of the backbone is frozen, so that only the
-        adapters (rank `rank`, shared across depth as the blocks are; with the two layers'
-        biases) and a task head built on the backbone train. A saved model (`.keras`,
-        `.weights.h5`) carries the adapters merged into the kernels (`kernel + A·B·alpha/rank`)
-        and loads as a plain backbone; `keras_albert.models.lora.merged_lora` merges them in
-        memory."""
+        """LoRA (Hu et al., 2021, arXiv:2106.09685) through Keras's own `enable_lora` of the
+        `Dense` and `Embedding` layers named in `target_layer_names` (every layer of that
+        name: "output" is the attention's and the feed-forward's). By default every weight
+        matrix of the backbone (`LORA_LAYER_NAMES`: the token table, its projection, the
+        attention's four projections, the feed-forward's two and the pooler);
+        `("query", "value")` is keras-hub's `Backbone.enable_lora`. Every other weight of the
+        backbone is frozen, so that only the adapters (rank `rank`, shared across depth as the
+        blocks are; with the adapted dense layers' biases) and a task head built on the
+        backbone train. A saved model (`.keras`, `.weights.h5`) carries the adapters merged
+        into their weights (`kernel + A·B·alpha/rank`) and loads as a plain backbone;
+        `keras_albert.models.lora.merged_lora` merges them in memory."""
         require_int("rank", rank, 1)
+        layers = self._flatten_layers(include_self=False)
+        adaptable = [
+            layer
+            for layer in layers
+            if isinstance(layer, (keras.layers.Dense, keras.layers.Embedding))
+        ]
+        names = sorted({layer.name for layer in adaptable})
+        unknown = [name for name in target_layer_names if name not in names]
+        if isinstance(target_layer_names, str) or not target_layer_names or unknown:
+            raise ValueError(
+                f"`target_layer_names` must name dense or embedding layers of the backbone "
+                f"({', '.join(names)}). Received: target_layer_names={target_layer_names!r}"
+            )
         self.trainable = True
-        for layer in self._flatten_layers(include_self=False):
+        for layer in layers:
             layer.trainable = False
-        for layer in self._flatten_layers(include_self=False):
-            if layer.name in target_layer_names and isinstance(layer, keras.layers.Dense):
+        for layer in adaptable:
+            if layer.name in target_layer_names:
                 layer.trainable = True
                 layer.enable_lora(rank)
 

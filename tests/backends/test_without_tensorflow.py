@@ -41,6 +41,14 @@ def test_models_and_converters_work_without_tensorflow(tmp_path):
     for name in ("model.keras", "model.weights.h5", "hf", "keras_hub"):
         assert results[name] <= 1e-6, name
     assert results["preset"] == 768
+    # LoRA: only trainable weights move, the token table's adapters among them (a query or key
+    # A, whose gradient waits for its B to leave zero, may not move in three steps); the merged
+    # copy is plain with the same outputs.
+    assert set(results["lora_moved"]) <= set(results["lora_trainable"])
+    token_table = "embedding/token_embedding/lora_embeddings_"
+    assert {f"{token_table}a", f"{token_table}b", "logits/kernel"} <= set(results["lora_moved"])
+    assert results["lora_output_change"] > 1e-3
+    assert results["lora_merged"][0] is False and results["lora_merged"][1] <= 1e-5
     # The tokenizer's Python path without TensorFlow: the ids of `AlbertTokenizer` here.
     tokenizer = AlbertTokenizer(ALBERT_MODEL)
     assert results["ids"] == {text: tokenizer.encode(text) for text in results["ids"]}

@@ -14,6 +14,7 @@ import numpy as np
 
 import keras_albert
 from keras_albert import AlbertClassifier, AlbertConfig, load_checkpoint, save_checkpoint
+from keras_albert.models.lora import has_lora, merged_lora
 from keras_albert.text.python_tokenizer import PythonTokenizer
 
 SENTENCES = ["A Charming Journey.", "Crème brûlée, über-naïve — 1999!"]
@@ -48,6 +49,29 @@ results["model.weights.h5"] = float(
     np.abs(keras.ops.convert_to_numpy(loaded(inputs)) - expected).max()
 )
 results["preset"] = keras_albert.get_preset("albert_base_v2").hidden_dim
+
+
+def numpy(x):
+    return keras.ops.convert_to_numpy(x)
+
+
+# LoRA on this backend: `fit` moves the adapters (the token table's among them) and nothing
+# frozen; the merged copy (through a `.weights.h5` file) gives the adapted model's outputs.
+adapted = load_checkpoint(os.path.join(work_dir, "model.keras"))
+adapted.backbone.enable_lora(2)
+before = {weight.path: numpy(weight) for weight in adapted.weights}
+adapted.compile(
+    optimizer=keras.optimizers.SGD(0.5),
+    loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+)
+adapted.fit(inputs, np.array([1]), epochs=3, verbose=0)
+moved = {w.path for w in adapted.weights if np.abs(numpy(w) - before[w.path]).max() > 0}
+results["lora_moved"] = sorted(moved)
+results["lora_trainable"] = sorted(weight.path for weight in adapted.trainable_weights)
+outputs = numpy(adapted(inputs))
+results["lora_output_change"] = float(np.abs(outputs - expected).max())
+merged = merged_lora(adapted)
+results["lora_merged"] = [has_lora(merged), float(np.abs(numpy(merged(inputs)) - outputs).max())]
 # The Python path of the tokenizer, from the model's path (read as a local file).
 tokenizer = PythonTokenizer(sys.argv[2])
 results["ids"] = {sentence: tokenizer.encode(sentence) for sentence in SENTENCES}

@@ -1,11 +1,13 @@
-"""LoRA (`--lora-rank`): Keras's `enable_lora` on the attention's query and value projections;
-only the adapters and the head train; saved models and exports carry them merged."""
+"""LoRA (`--lora-rank`): Keras's `enable_lora` on every weight matrix of the backbone by
+default (the token table among them), or on the layers named; only the adapters and the head
+train; saved models and exports carry them merged."""
 
 import json
 import os
 
 import keras
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from keras_albert import AlbertClassifier, AlbertConfig
@@ -18,15 +20,33 @@ from tests.text.glue_rows import GLUE_DATA
 from tests.text.text_data import ALBERT_MODEL, load_sst2_dev
 
 RANK = 2
+BLOCK = "group_0_inner_0"
+# (path, input width, output width) of every dense layer the default adapts.
+DENSES = (
+    ("embedding/projection", "embedding_dim", "hidden_dim"),
+    (f"{BLOCK}/attention/query", "hidden_dim", "hidden_dim"),
+    (f"{BLOCK}/attention/key", "hidden_dim", "hidden_dim"),
+    (f"{BLOCK}/attention/value", "hidden_dim", "hidden_dim"),
+    (f"{BLOCK}/attention/output", "hidden_dim", "hidden_dim"),
+    (f"{BLOCK}/feedforward/intermediate", "hidden_dim", "intermediate_dim"),
+    (f"{BLOCK}/feedforward/output", "intermediate_dim", "hidden_dim"),
+    ("pooler", "hidden_dim", "hidden_dim"),
+)
 
 
-def lora_classifier(vocabulary_size=64):
+def adapter_parameters(vocabulary_size) -> int:
+    """The adapters' and the adapted dense layers' biases' sizes, counted by hand."""
+    dense = sum(RANK * (TINY[i] + TINY[o]) + TINY[o] for _, i, o in DENSES)
+    return dense + RANK * (vocabulary_size + TINY["embedding_dim"])
+
+
+def lora_classifier(vocabulary_size=64, **targets):
     model = AlbertClassifier(tiny_backbone(vocabulary_size=vocabulary_size), num_classes=3)
-    model.backbone.enable_lora(RANK)
+    model.backbone.enable_lora(RANK, **targets)
     # Adapters that change the outputs (Keras starts B at zero).
     rng = np.random.default_rng(0)
     for weight in model.weights:
-        if "lora_kernel" in weight.path:
+        if "/lora_" in weight.path:
             weight.assign(rng.normal(0, 0.3, weight.shape).astype("float32"))
     return model
 
@@ -34,21 +54,52 @@ def lora_classifier(vocabulary_size=64):
 def test_only_the_adapters_their_biases_and_the_head_train():
     model = lora_classifier()
     trainable = sorted(weight.path for weight in model.trainable_weights)
-    block = "group_0_inner_0/attention"
     assert trainable == sorted(
-        [f"{block}/{layer}/{name}" for layer in ("query", "value")
+        [f"{path}/{name}" for path, _, _ in DENSES
          for name in ("bias", "lora_kernel_a", "lora_kernel_b")]
-        + ["logits/bias", "logits/kernel"]
+        + ["embedding/token_embedding/lora_embeddings_a",
+           "embedding/token_embedding/lora_embeddings_b",
+           "logits/bias", "logits/kernel"]
     )  # fmt: skip
-    hidden = TINY["hidden_dim"]
     counts = parameter_counts(model)
-    assert counts["trainable_parameters"] == 2 * (2 * hidden * RANK + hidden) + hidden * 3 + 3
+    head = TINY["hidden_dim"] * 3 + 3
+    assert counts["trainable_parameters"] == adapter_parameters(64) + head
     frozen = {w.path: w.numpy() for w in model.weights if not w.trainable}
     model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(True))
     model.fit(random_inputs(), np.array([0, 1, 2]), verbose=0)
     for weight in model.weights:
         if weight.path in frozen:
             np.testing.assert_array_equal(weight.numpy(), frozen[weight.path], err_msg=weight.path)
+
+
+def test_keras_hubs_choice_adapts_only_the_query_and_value_projections():
+    model = lora_classifier(target_layer_names=("query", "value"))
+    trainable = sorted(weight.path for weight in model.trainable_weights)
+    assert trainable == sorted(
+        [f"{BLOCK}/attention/{layer}/{name}" for layer in ("query", "value")
+         for name in ("bias", "lora_kernel_a", "lora_kernel_b")]
+        + ["logits/bias", "logits/kernel"]
+    )  # fmt: skip
+    hidden = TINY["hidden_dim"]
+    assert parameter_counts(model)["trainable_parameters"] == (
+        2 * (2 * hidden * RANK + hidden) + hidden * 3 + 3
+    )
+
+
+@pytest.mark.parametrize("targets", [("query", "keys"), "query", ()])
+def test_target_layer_names_must_name_dense_or_embedding_layers(targets):
+    backbone = tiny_backbone()
+    with pytest.raises(ValueError, match="`target_layer_names` must name dense or embedding"):
+        backbone.enable_lora(RANK, targets)
+    assert not has_lora(backbone)
+
+
+def test_target_layer_names_need_a_rank():
+    with pytest.raises(ValueError, match="`lora_target_layer_names` must come with `lora_rank`"):
+        FinetuningOptions(
+            task="SST-2", train_data="t", eval_data="e", output_dir="o", preset="albert_base_v2",
+            lora_target_layer_names=("query",),
+        )  # fmt: skip
 
 
 def test_saved_and_merged_models_are_plain_with_the_same_outputs(tmp_path):
@@ -96,8 +147,8 @@ def test_finetune_with_lora_rank_reports_what_it_trained_and_keeps(tmp_path, cap
             verbose=0,
         )
     )
-    hidden = TINY["hidden_dim"]
-    assert summary["trainable_parameters"] == 2 * (2 * hidden * RANK + hidden) + hidden * 2 + 2
+    head = TINY["hidden_dim"] * 2 + 2
+    assert summary["trainable_parameters"] == adapter_parameters(30000) + head
     assert summary["parameters"] > 30000 * TINY["embedding_dim"]
     assert summary["checkpoint_bytes"] > 0 and summary["best_model_bytes"] > 0
     with open(tmp_path / "run" / "summary.json") as file:
