@@ -75,7 +75,6 @@ from keras_albert.finetuning.elastic_depth import elastic_replica_fn
 from keras_albert.finetuning.intervals import Plan, train_in_stretches
 from keras_albert.finetuning.options import FinetuningOptions
 from keras_albert.finetuning.task_choice import choose_task, make_task
-from keras_albert.models.backbone import LORA_LAYER_NAMES
 from keras_albert.models.lora import parameter_counts
 from keras_albert.tasks.recipes import epoch_plan, resolve_recipe
 from keras_albert.text.normalization import changed_normalization
@@ -273,10 +272,7 @@ def _build_model(options: FinetuningOptions, strategy, run: _CheckedRun, plan: P
             )
         model = plan.task.build_model(backbone)
         if options.lora_rank is not None:
-            targets = options.lora_target_layer_names
-            model.backbone.enable_lora(
-                options.lora_rank, LORA_LAYER_NAMES if targets is None else targets
-            )
+            model.backbone.enable_lora(options.lora_rank, options.lora_target_layer_names)
         inner = build_optimizer(
             plan.recipe.learning_rate,
             plan.train_steps,

@@ -191,11 +191,11 @@ class AlbertBackbone(FunctionalModel):
         with cast_once(weights, self.compute_dtype):
             return super().call(inputs, training=training, mask=mask, **kwargs)
 
-    def enable_lora(self, rank: int, target_layer_names=LORA_LAYER_NAMES) -> None:
+    def enable_lora(self, rank: int, target_layer_names=None) -> None:
         """LoRA (Hu et al., 2021, arXiv:2106.09685) through Keras's own `enable_lora` of the
         `Dense` and `Embedding` layers named in `target_layer_names` (every layer of that
-        name: "output" is the attention's and the feed-forward's). By default every weight
-        matrix of the backbone (`LORA_LAYER_NAMES`: the token table, its projection, the
+        name: "output" is the attention's and the feed-forward's). None (the default): every
+        weight matrix of the backbone (`LORA_LAYER_NAMES`: the token table, its projection, the
         attention's four projections, the feed-forward's two and the pooler);
         `("query", "value")` is keras-hub's `Backbone.enable_lora`. Every other weight of the
         backbone is frozen, so that only the adapters (rank `rank`, shared across depth as the
@@ -204,6 +204,8 @@ class AlbertBackbone(FunctionalModel):
         into their weights (`kernel + A·B·alpha/rank`) and loads as a plain backbone;
         `keras_albert.models.lora.merged_lora` merges them in memory."""
         require_int("rank", rank, 1)
+        if target_layer_names is None:
+            target_layer_names = LORA_LAYER_NAMES
         layers = self._flatten_layers(include_self=False)
         adaptable = [
             layer
