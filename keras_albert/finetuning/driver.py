@@ -281,7 +281,8 @@ def _build_model(options: FinetuningOptions, strategy, run: _CheckedRun, plan: P
         )
         optimizer = optimizer_for_precision(inner, run.policy)
         # What `best.keras` carries, for users' `model.fit`: the unwrapped optimizer, as the
-        # checkpoints (`training.loss_scale`), so that neither depends on the precision.
+        # checkpoints (`training.loss_scale`), so that neither depends on the precision (a
+        # LoRA run's `best.keras` is the merged model, uncompiled: `intervals`).
         plan.task.compile(model, inner)
         optimizer.build(model.trainable_variables)
     progress_state = JsonState()  # outside the scope: one CPU variable, not one per replica

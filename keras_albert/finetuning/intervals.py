@@ -19,6 +19,7 @@ import time
 import tensorflow as tf
 
 from keras_albert.finetuning.progress import EvaluationProgress
+from keras_albert.models.lora import merged_lora
 from keras_albert.training import run_directory
 from keras_albert.training.interruption import StopSignals
 from keras_albert.training.logs import HistoryCsv, TensorBoardLogs
@@ -140,7 +141,9 @@ def train_in_stretches(loop, plan: Plan, objective, options, output_dir, chief, 
             if results[task.main_metric] > state["best_value"]:
                 state["best_value"] = results[task.main_metric]
                 if chief:
-                    run_directory.atomic_save_model(loop.model, best_path)
+                    # A LoRA model's is the merged, plain model without the optimizer (its
+                    # moments belong to adapters the file does not have): it loads as saved.
+                    run_directory.atomic_save_model(merged_lora(loop.model), best_path)
             rate = learning_rate_at(loop.optimizer, step - 1)  # the last update's
             row = {"step": step, "epoch": epoch + 1, "learning_rate": rate, **logs}
             row.update({f"val_{name}": value for name, value in results.items()})
