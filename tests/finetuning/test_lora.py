@@ -16,6 +16,7 @@ from keras_albert.export import export_for_serving
 from keras_albert.finetuning.driver import FinetuningOptions, finetune
 from keras_albert.models.lora import has_lora, merged_lora, parameter_counts
 from keras_albert.text.tokenizer import AlbertTokenizer
+from tests.backends import zoo
 from tests.helpers import TINY, random_inputs, tiny_backbone
 from tests.text.glue_rows import GLUE_DATA
 from tests.text.text_data import ALBERT_MODEL, load_sst2_dev
@@ -159,3 +160,24 @@ def test_finetune_with_lora_rank_reports_what_it_trained_and_keeps(tmp_path, cap
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert not has_lora(keras.models.load_model(tmp_path / "run" / "best.keras"))
+
+
+@pytest.mark.parametrize("name", sorted(zoo.MODELS))
+def test_every_model_class_merges_its_adapters_into_the_same_outputs(name):
+    """Every class, sharing and grouping: adapters on every matrix (the token table, which the
+    masked-LM heads read tied, among them) merge into a plain model with the same outputs."""
+    model = zoo.build(name)
+    inputs = zoo.inference_inputs(name)
+    plain = keras.tree.flatten(model(inputs))
+    (model if name.startswith("backbone") else model.backbone).enable_lora(RANK)
+    rng = np.random.default_rng(0)
+    for weight in model.weights:
+        if "/lora_" in weight.path:
+            weight.assign(rng.normal(0, 0.3, weight.shape).astype("float32"))
+    adapted = keras.tree.flatten(model(inputs))
+    merged = merged_lora(model)
+    assert has_lora(model) and not has_lora(merged)
+    outputs = keras.tree.flatten(merged(inputs))
+    for output, expected, before in zip(outputs, adapted, plain, strict=True):
+        assert np.abs(np.asarray(expected) - np.asarray(before)).max() > 1e-3  # adapters count
+        np.testing.assert_allclose(output, expected, atol=1e-5, rtol=0)
