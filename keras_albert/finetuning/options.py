@@ -73,7 +73,8 @@ class FinetuningOptions:
         lora_rank: train LoRA adapters of this rank (Keras's `enable_lora`) on the layers
             `lora_target_layer_names` names, and the task head, the rest of the backbone
             frozen; the saved models and exports carry them merged into the weights. None:
-            fine-tune every weight.
+            fine-tune every weight. The adapters start at zero: give them a larger
+            `learning_rate` than full fine-tuning's (docs/guides/backends.md#6-lora).
         lora_target_layer_names: the backbone's dense and embedding layers `lora_rank`
             adapts, by name; None: every weight matrix
             (`keras_albert.models.backbone.LORA_LAYER_NAMES`, the token table among them);
