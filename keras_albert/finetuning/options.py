@@ -192,11 +192,23 @@ class FinetuningOptions:
         require_int("keep_checkpoints", self.keep_checkpoints, 1)
         require_one_of("force", self.force, (True, False))
         require_one_of("group_by_length", self.group_by_length, (True, False))
-        if self.lora_target_layer_names is not None and self.lora_rank is None:
+        if self.lora_target_layer_names is not None:
+            self._check_lora_targets()
+
+    def _check_lora_targets(self) -> None:
+        from keras_albert.models.backbone import ADAPTABLE_LAYER_NAMES  # Keras: only here
+
+        targets = self.lora_target_layer_names
+        if self.lora_rank is None:
             raise ValueError(
                 "`lora_target_layer_names` must come with `lora_rank` (the adapters' rank). "
-                f"Received: lora_target_layer_names={self.lora_target_layer_names!r}, "
-                "lora_rank=None"
+                f"Received: lora_target_layer_names={targets!r}, lora_rank=None"
+            )
+        if not targets or set(targets) - set(ADAPTABLE_LAYER_NAMES):
+            raise ValueError(
+                "`lora_target_layer_names` must name dense or embedding layers of the backbone "
+                f"({', '.join(sorted(ADAPTABLE_LAYER_NAMES))}). "
+                f"Received: lora_target_layer_names={targets!r}"
             )
         if self.group_by_length and self.pad_to_multiple_of is None:
             raise ValueError(

@@ -29,6 +29,8 @@ LORA_LAYER_NAMES = (
     "intermediate",
     "pooler",
 )
+# Every dense and embedding layer of a backbone, by name: what `enable_lora` can adapt.
+ADAPTABLE_LAYER_NAMES = (*LORA_LAYER_NAMES, "segment_embedding")
 
 
 @keras.saving.register_keras_serializable(package="keras_albert")

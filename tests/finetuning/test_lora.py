@@ -14,6 +14,7 @@ import tensorflow as tf
 from keras_albert import AlbertClassifier, AlbertConfig
 from keras_albert.export import export_for_serving
 from keras_albert.finetuning.driver import FinetuningOptions, finetune
+from keras_albert.models.backbone import ADAPTABLE_LAYER_NAMES
 from keras_albert.models.lora import has_lora, merged_lora, parameter_counts
 from keras_albert.text.tokenizer import AlbertTokenizer
 from tests.backends import zoo
@@ -96,12 +97,30 @@ def test_target_layer_names_must_name_dense_or_embedding_layers(targets):
     assert not has_lora(backbone)
 
 
-def test_target_layer_names_need_a_rank():
-    with pytest.raises(ValueError, match="`lora_target_layer_names` must come with `lora_rank`"):
+@pytest.mark.parametrize(
+    "changes, error",
+    [
+        ({"lora_target_layer_names": ("query",)}, "must come with `lora_rank`"),
+        ({"lora_rank": 8, "lora_target_layer_names": ("query", "keys")}, "must name dense"),
+        ({"lora_rank": 8, "lora_target_layer_names": ()}, "must name dense"),
+    ],
+)
+def test_lora_target_layer_names_are_checked_before_any_work(changes, error):
+    with pytest.raises(ValueError, match=f"`lora_target_layer_names` {error}"):
         FinetuningOptions(
             task="SST-2", train_data="t", eval_data="e", output_dir="o", preset="albert_base_v2",
-            lora_target_layer_names=("query",),
+            **changes,
         )  # fmt: skip
+
+
+@pytest.mark.parametrize("name", [name for name in sorted(zoo.MODELS) if "backbone" in name])
+def test_the_adaptable_names_are_every_dense_and_embedding_layer(name):
+    """`ADAPTABLE_LAYER_NAMES` (what the options accept) = the layers `enable_lora` finds, for
+    every sharing and grouping."""
+    layers = zoo.build(name)._flatten_layers(include_self=False)
+    adaptable = (keras.layers.Dense, keras.layers.Embedding)
+    found = {layer.name for layer in layers if isinstance(layer, adaptable)}
+    assert found == set(ADAPTABLE_LAYER_NAMES)
 
 
 def test_saved_and_merged_models_are_plain_with_the_same_outputs(tmp_path):
