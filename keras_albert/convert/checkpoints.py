@@ -9,6 +9,7 @@ import os
 from keras_albert.convert.huggingface import write_hf_directory
 from keras_albert.convert.keras_hub import write_keras_hub_preset
 from keras_albert.directories import require_new_directory
+from keras_albert.models.lora import merged_lora
 from keras_albert.text.files import write_atomically
 from keras_albert.validation import require_one_of
 
@@ -30,7 +31,8 @@ def save_checkpoint(
     a Hugging Face directory (`config.json` + `model.safetensors`) otherwise.
     `vocabulary` (a SentencePiece model) goes into a keras-hub preset as its tokenizer, with
     the normalization `lowercase` and `strip_accents` say written into it (the other formats
-    ignore all three).
+    ignore all three). A model with LoRA adapters is written with them merged into its
+    weights, in every format.
 
     Every format is written beside `destination`, then renamed into place: a failure leaves
     nothing that loads. A file replaces the one there; a directory must be new or empty.
@@ -44,6 +46,8 @@ def save_checkpoint(
         write_atomically(destination, save, directory=False, name="destination")
         return
     require_new_directory("destination", destination)  # named as the caller knows it
+    # LoRA adapters merged into their weights, as Keras's own formats write them.
+    model = merged_lora(model)
     if format == "keras_hub":
         write_keras_hub_preset(
             model,

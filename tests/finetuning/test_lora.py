@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_albert import AlbertClassifier, AlbertConfig
+from keras_albert import AlbertClassifier, AlbertConfig, load_checkpoint, save_checkpoint
 from keras_albert.export import export_for_serving
 from keras_albert.finetuning.driver import FinetuningOptions, finetune
 from keras_albert.models.backbone import ADAPTABLE_LAYER_NAMES
@@ -134,6 +134,15 @@ def test_saved_and_merged_models_are_plain_with_the_same_outputs(tmp_path):
     loaded = keras.models.load_model(tmp_path / "lora.keras")
     assert not has_lora(loaded)
     np.testing.assert_allclose(loaded(inputs), expected, atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("format", ["hf", "keras_hub"])
+def test_the_other_checkpoint_formats_carry_the_merged_adapters(tmp_path, format):
+    model = lora_classifier()
+    inputs = random_inputs()
+    save_checkpoint(model, tmp_path / format, format=format)
+    loaded = load_checkpoint(tmp_path / format)
+    np.testing.assert_allclose(loaded(inputs), model(inputs), atol=1e-5, rtol=0)
 
 
 def test_the_export_serves_the_merged_adapters(tmp_path):
