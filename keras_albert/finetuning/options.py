@@ -192,6 +192,12 @@ class FinetuningOptions:
         require_int("keep_checkpoints", self.keep_checkpoints, 1)
         require_one_of("force", self.force, (True, False))
         require_one_of("group_by_length", self.group_by_length, (True, False))
+        if self.group_by_length and self.pad_to_multiple_of is None:
+            raise ValueError(
+                "`group_by_length` must come with `pad_to_multiple_of` (grouping saves time "
+                "only when each batch is cut to its own length). Received: "
+                "group_by_length=True, pad_to_multiple_of=None"
+            )
         if self.lora_target_layer_names is not None:
             self._check_lora_targets()
 
@@ -209,10 +215,4 @@ class FinetuningOptions:
                 "`lora_target_layer_names` must name dense or embedding layers of the backbone "
                 f"({', '.join(sorted(ADAPTABLE_LAYER_NAMES))}). "
                 f"Received: lora_target_layer_names={targets!r}"
-            )
-        if self.group_by_length and self.pad_to_multiple_of is None:
-            raise ValueError(
-                "`group_by_length` must come with `pad_to_multiple_of` (grouping saves time "
-                "only when each batch is cut to its own length). Received: "
-                "group_by_length=True, pad_to_multiple_of=None"
             )
