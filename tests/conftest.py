@@ -82,6 +82,34 @@ LONGEST_FILES_FIRST = (
 )
 
 
+# Files that share a costly session fixture, given to one worker together (as if one file) so
+# that it is built once, not once per worker: the exports of tests/export/conftest.py `served`
+# (four SavedModels and a serving process, ≈ 20 s).
+ONE_WORKER = {
+    path: "tests/export (served)"
+    for path in (
+        "tests/export/test_client.py",
+        "tests/export/test_serving_export.py",
+        "tests/export/test_serving_layout.py",
+    )
+}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadfile`, with the files of `ONE_WORKER` as one unit; other modes as xdist."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class SharedFixtureScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = super()._split_scope(nodeid)
+            return ONE_WORKER.get(path, path)
+
+    return SharedFixtureScheduling(config, log)
+
+
 def _file_rank(item) -> int:
     path = item.nodeid.split("::")[0]
     return (

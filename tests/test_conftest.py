@@ -5,7 +5,7 @@ not end), and the files it schedules first."""
 import time
 from pathlib import Path
 
-from tests.conftest import LONGEST_FILES_FIRST, pytest_assertrepr_compare
+from tests.conftest import LONGEST_FILES_FIRST, ONE_WORKER, pytest_assertrepr_compare
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -28,6 +28,7 @@ def test_a_longer_list_differs_where_the_shorter_ends_and_short_ones_keep_pytest
     assert pytest_assertrepr_compare("==", b"a" * 20_000, "a" * 20_000) is None
 
 
-def test_the_files_scheduled_first_exist():
-    missing = [path for path in LONGEST_FILES_FIRST if not (REPO_ROOT / path).is_file()]
+def test_the_files_the_scheduling_names_exist():
+    scheduled = (*LONGEST_FILES_FIRST, *ONE_WORKER)
+    missing = [path for path in scheduled if not (REPO_ROOT / path).is_file()]
     assert not missing
