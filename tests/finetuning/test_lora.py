@@ -46,12 +46,16 @@ def adapter_parameters(vocabulary_size) -> int:
 def lora_classifier(vocabulary_size=64, **targets):
     model = AlbertClassifier(tiny_backbone(vocabulary_size=vocabulary_size), num_classes=3)
     model.backbone.enable_lora(RANK, **targets)
-    # Adapters that change the outputs (Keras starts B at zero).
+    randomize_adapters(model)
+    return model
+
+
+def randomize_adapters(model) -> None:
+    """Adapters that change the outputs (Keras starts B at zero)."""
     rng = np.random.default_rng(0)
     for weight in model.weights:
         if "/lora_" in weight.path:
             weight.assign(rng.normal(0, 0.3, weight.shape).astype("float32"))
-    return model
 
 
 def test_only_the_adapters_their_biases_and_the_head_train():
@@ -198,10 +202,7 @@ def test_every_model_class_merges_its_adapters_into_the_same_outputs(name):
     inputs = zoo.inference_inputs(name)
     plain = keras.tree.flatten(model(inputs))
     (model if name.startswith("backbone") else model.backbone).enable_lora(RANK)
-    rng = np.random.default_rng(0)
-    for weight in model.weights:
-        if "/lora_" in weight.path:
-            weight.assign(rng.normal(0, 0.3, weight.shape).astype("float32"))
+    randomize_adapters(model)
     adapted = keras.tree.flatten(model(inputs))
     merged = merged_lora(model)
     assert has_lora(model) and not has_lora(merged)
