@@ -1,7 +1,7 @@
 """What this machine's CPU can do, read from `/proc/cpuinfo` (Linux; elsewhere nothing is
 known): its model name and the instruction-set flags that decide whether bfloat16 (and, for
 other engines, int8) matrix multiplies beat float32. The serving benchmarks print it; the
-training drivers' `--precision auto` asks `cpu_has_bfloat16`."""
+training drivers' `--precision auto` asks `cpu_has_bfloat16` and `onednn_enabled`."""
 
 # The CPU features that make low-precision (bfloat16; int8 for other engines) matrix
 # multiplies faster than float32.
@@ -13,26 +13,34 @@ FAST_LOW_PRECISION_FEATURES = (
     "amx_bf16",
     "amx_int8",
 )
+# Those for which TensorFlow turns its oneDNN rewrite on by default (x86-64 Linux); without
+# any (AVX2-only CPUs such as AMD Zen 3), `TF_ENABLE_ONEDNN_OPTS=1` turns it on.
+ONEDNN_DEFAULT_FEATURES = ("avx512_vnni", "avx512_bf16", "avx_vnni", "amx_int8", "amx_bf16")
 # Those that multiply bfloat16 natively.
 BFLOAT16_FEATURES = ("avx512_bf16", "amx_bf16")
 
 
 def cpu_features(path: str = "/proc/cpuinfo") -> dict:
-    """The CPU model name and which of `FAST_LOW_PRECISION_FEATURES` it has (Linux only)."""
+    """The CPU model name, family and model numbers (AMD Zen 3 is family 25 model 1, Zen 4
+    family 25 model 17) and which of `FAST_LOW_PRECISION_FEATURES` it has (Linux only)."""
     try:
         with open(path, encoding="utf-8") as file:
             text = file.read()
     except OSError:
-        return {"model_name": "unknown", "flags": {}}
-    model_name, flags = "unknown", set()
+        return {"model_name": "unknown", "family": None, "model": None, "flags": {}}
+    fields, flags = {}, set()
     for line in text.splitlines():
         key, _, value = line.partition(":")
-        if key.strip() == "model name" and model_name == "unknown":
-            model_name = value.strip()
-        elif key.strip() == "flags" and not flags:
+        key = key.strip()
+        if key in ("model name", "cpu family", "model") and key not in fields:
+            fields[key] = value.strip()
+        elif key == "flags" and not flags:
             flags = set(value.split())
+    numbers = {key: int(value) for key, value in fields.items() if value.isdigit()}
     return {
-        "model_name": model_name,
+        "model_name": fields.get("model name", "unknown"),
+        "family": numbers.get("cpu family"),
+        "model": numbers.get("model"),
         "flags": {name: name in flags for name in ("avx2", "fma", *FAST_LOW_PRECISION_FEATURES)},
     }
 
@@ -42,3 +50,17 @@ def cpu_has_bfloat16(path: str = "/proc/cpuinfo") -> bool:
     cannot be read."""
     flags = cpu_features(path)["flags"]
     return any(flags.get(name) for name in BFLOAT16_FEATURES)
+
+
+def onednn_enabled() -> bool:
+    """Whether TensorFlow in this process runs its oneDNN graph rewrite and kernels (the fused
+    `_MklNativeFusedMatMul`, `_MklLayerNorm`, `_MklSoftmax`, and bfloat16 multiplies at native
+    speed), as TensorFlow itself decides: `TF_ENABLE_ONEDNN_OPTS` where set, otherwise on by
+    default only on x86-64 CPUs with one of `ONEDNN_DEFAULT_FEATURES`; off on others (an
+    AVX2-only CPU such as AMD Zen 3 runs Eigen's kernels). False where TensorFlow is not
+    installed or does not say."""
+    try:  # TensorFlow's own answer (not public API, hence the fallback)
+        from tensorflow.python.util import _pywrap_util_port
+    except ImportError:  # without TensorFlow, or one without the module
+        return False
+    return bool(_pywrap_util_port.IsMklEnabled())

@@ -64,6 +64,7 @@ def pytest_addoption(parser):
 # the other ran out of files.
 LONGEST_FILES_FIRST = (
     "tests/test_guides.py",
+    "tests/test_every_cpu.py",
     "tests/finetuning/test_resume.py",
     "tests/pretraining/test_driver.py",
     "tests/finetuning/test_driver.py",

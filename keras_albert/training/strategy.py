@@ -15,7 +15,7 @@ from urllib.parse import urlparse
 import tensorflow as tf
 
 from keras_albert.cli import ToolError
-from keras_albert.cpu import cpu_has_bfloat16
+from keras_albert.cpu import cpu_has_bfloat16, onednn_enabled
 from keras_albert.training.precision import PRECISIONS
 from keras_albert.validation import require_one_of
 
@@ -115,7 +115,9 @@ def choose_precision_policy(
             - `None`: the device's default: `"mixed_bfloat16"` on TPU, `"mixed_float16"` on
               GPU, `"float32"` on CPU.
             - `"auto"`: the same, but `"mixed_bfloat16"` on a CPU whose instructions multiply
-              bfloat16 natively (AVX512-BF16 or AMX, `cpu_has_bfloat16`).
+              bfloat16 natively (AVX512-BF16 or AMX, `cpu_has_bfloat16`) where TensorFlow runs
+              oneDNN's kernels (`onednn_enabled`; Eigen's bfloat16 multiplies, which run where
+              `TF_ENABLE_ONEDNN_OPTS=0`, are slower than float32).
             - `"float32"`, `"mixed_bfloat16"`, `"mixed_float16"`: that policy. Under either
               mixed policy the variables (master weights) stay float32; the drivers wrap the
               optimizer for float16's loss scaling (`keras_albert.training.loss_scale`).
@@ -134,7 +136,7 @@ def choose_precision_policy(
     kind = _device_kind(strategy_or_device_kind)
     if precision not in (None, "auto"):
         return precision
-    if kind == "cpu" and precision == "auto" and cpu_has_bfloat16():
+    if kind == "cpu" and precision == "auto" and cpu_has_bfloat16() and onednn_enabled():
         return "mixed_bfloat16"
     return {"tpu": "mixed_bfloat16", "gpu": "mixed_float16", "cpu": "float32"}[kind]
 

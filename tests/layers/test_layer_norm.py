@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from keras_albert.layers.layer_norm import FUSED_MIN_ROWS, LayerNorm, constant_weights
-from tests.layers.served_kernels import needs_onednn, served_kernels
+from tests.layers.served_kernels import ONEDNN, assert_within_eigen_layer_norm, served_kernels
 
 FEW, MANY = (2, 7), (2, FUSED_MIN_ROWS)  # rows below the fused kernel's threshold, and above
 
@@ -48,6 +48,17 @@ def _assert_one_rounding_apart(actual, reference, dtype):
     assert np.abs(actual - reference).max() < 0.05
 
 
+def _assert_served_fused_form(served, layer, theirs, x):
+    # oneDNN's kernel computes in float32 and rounds once; Eigen's kernels (without oneDNN)
+    # round every step of the fused form to bfloat16.
+    if ONEDNN:
+        _assert_one_rounding_apart(served, _as_float32(theirs(x)), "bfloat16")
+    else:
+        weights = [_as_float32(weight) for weight in (layer.gamma, layer.beta)]
+        rounded = _as_float32(keras.ops.cast(x, "bfloat16"))  # the layer's own input
+        assert_within_eigen_layer_norm(served, rounded, *weights, layer.epsilon)
+
+
 @pytest.mark.parametrize("dtype", ["bfloat16", "mixed_bfloat16", "mixed_float16"])
 def test_16_bit_compute_equals_keras_to_its_rounding(dtype):
     x, (ours, theirs) = _pair(dtype, rows=MANY)
@@ -71,12 +82,14 @@ def test_rows_known_only_when_run_choose_the_same_way(rows):
     _assert_one_rounding_apart(dynamic, _as_float32(theirs(x)), "bfloat16")
 
 
-@needs_onednn
 def test_served_many_rows_run_one_fused_kernel_and_few_rows_keras_graph():
     x, (layer, theirs) = _pair("bfloat16", width=64, rows=MANY)
     many, result = served_kernels(layer, x)
-    assert "_MklLayerNorm" in many and "Rsqrt" not in many, sorted(many)
-    _assert_one_rounding_apart(_as_float32(result), _as_float32(theirs(x)), "bfloat16")
+    if ONEDNN:
+        assert "_MklLayerNorm" in many and "Rsqrt" not in many, sorted(many)
+    else:  # Eigen has no LayerNorm kernel: the fused form's element-wise kernels
+        assert "_MklLayerNorm" not in many and "Rsqrt" in many, sorted(many)
+    _assert_served_fused_form(_as_float32(result), layer, theirs, x)
     few, result = served_kernels(layer, x[:, :3])
     assert "_MklLayerNorm" not in few and "Rsqrt" in few, sorted(few)
     np.testing.assert_array_equal(_as_float32(result), _as_float32(theirs(x[:, :3])))
@@ -117,14 +130,13 @@ def test_gradients_of_constant_weights_outside_serving_equal_keras(rows):
         assert np.abs(ours_gradient).max() > 1.0
 
 
-@needs_onednn
 def test_served_bfloat16_fused_kernel_takes_the_bfloat16_rows_without_casts():
     # Served in bfloat16, the fused branch computes on the bfloat16 rows and γ, β themselves;
     # oneDNN's kernel computes in float32 inside and rounds once.
     x, (layer, theirs) = _pair("bfloat16", width=64, rows=MANY)
     kernels, served = served_kernels(layer, x)
-    assert "_MklLayerNorm" in kernels, sorted(kernels)
-    _assert_one_rounding_apart(_as_float32(served), _as_float32(theirs(x)), "bfloat16")
+    assert ("_MklLayerNorm" in kernels) == ONEDNN, sorted(kernels)
+    _assert_served_fused_form(_as_float32(served), layer, theirs, x)
     spec = tf.TensorSpec([None, None, 64], "bfloat16")
     with constant_weights():
         graph = tf.function(layer).get_concrete_function(spec).graph

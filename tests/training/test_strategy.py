@@ -7,6 +7,7 @@ devices and TF_CONFIG must be set before TensorFlow initializes.
 import contextlib
 import json
 import os
+import platform
 import re
 import socket
 import subprocess
@@ -19,6 +20,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from keras_albert.cpu import ONEDNN_DEFAULT_FEATURES, cpu_features, cpu_has_bfloat16, onednn_enabled
 from keras_albert.training import strategy as strategy_module
 from keras_albert.training.strategy import build_strategy, choose_precision_policy
 
@@ -319,10 +321,47 @@ def test_auto_precision_on_a_cpu_follows_its_bfloat16_instructions(tmp_path, mon
     assert not strategy_module.cpu_has_bfloat16(str(without))
     assert not strategy_module.cpu_has_bfloat16(str(tmp_path / "missing"))
     real = strategy_module.cpu_has_bfloat16
-    for path, expected in ((with_bf16, "mixed_bfloat16"), (without, "float32")):
+    cases = [(with_bf16, True, "mixed_bfloat16"), (without, True, "float32")]
+    # bfloat16 instructions but oneDNN off (TF_ENABLE_ONEDNN_OPTS=0): Eigen's slow bfloat16.
+    cases.append((with_bf16, False, "float32"))
+    for path, onednn, expected in cases:
         monkeypatch.setattr(strategy_module, "cpu_has_bfloat16", lambda p=str(path): real(p))
+        monkeypatch.setattr(strategy_module, "onednn_enabled", lambda onednn=onednn: onednn)
         assert choose_precision_policy("cpu", "auto") == expected
         assert choose_precision_policy("cpu") == "float32"  # the default stays float32
+
+
+def test_auto_precision_follows_tensorflow_s_own_onednn_state():
+    # The real answer of this process (no monkeypatch): on this CPU, with the environment as set.
+    expected = "mixed_bfloat16" if cpu_has_bfloat16() and onednn_enabled() else "float32"
+    assert choose_precision_policy("cpu", "auto") == expected
+
+
+def test_onednn_state_is_tensorflow_s_decision_in_a_fresh_process():
+    # TensorFlow decides once per process: a subprocess per setting. Forced on and off it
+    # follows the variable on every x86-64 CPU; unset, it follows the CPU's features
+    # (AVX512-VNNI, AVX512-BF16, AVX-VNNI or AMX: on; AVX2-only: off).
+    flags = cpu_features()["flags"]
+    default = platform.machine() == "x86_64" and any(
+        flags.get(name) for name in ONEDNN_DEFAULT_FEATURES
+    )
+    for value, expected in (("0", False), ("1", platform.machine() == "x86_64"), (None, default)):
+        environment = {k: v for k, v in os.environ.items() if k != "TF_ENABLE_ONEDNN_OPTS"}
+        if value is not None:
+            environment["TF_ENABLE_ONEDNN_OPTS"] = value
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "from keras_albert.cpu import onednn_enabled; print(onednn_enabled())",
+            ],
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        assert result.stdout.strip().splitlines()[-1] == str(expected), (value, result.stdout)
 
 
 @pytest.mark.parametrize("value, error", [("npu", ValueError), (3, TypeError)])
