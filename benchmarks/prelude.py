@@ -28,6 +28,7 @@ import os
 import pathlib
 import platform
 import runpy
+import subprocess
 import sys
 import tempfile
 
@@ -97,10 +98,38 @@ def versions() -> dict:
     return found
 
 
+def onednn() -> bool | None:
+    """Whether TensorFlow runs oneDNN's kernels in this process (`keras_albert.cpu.onednn_enabled`:
+    by default only on AVX512-VNNI/BF16, AVX-VNNI and AMX CPUs); None where the script has not
+    imported TensorFlow (this does not import it)."""
+    if sys.modules.get("tensorflow") is None:
+        return None
+    return runpy.run_path(str(REPOSITORY / "keras_albert" / "cpu.py"))["onednn_enabled"]()
+
+
+def commit() -> str:
+    """The checkout's commit, `+` where its tracked files differ from it; "unknown" outside git."""
+
+    def git(*args):
+        return subprocess.run(
+            ["git", *args], cwd=REPOSITORY, capture_output=True, text=True, check=False
+        )
+
+    head = git("rev-parse", "HEAD")
+    if head.returncode != 0:
+        return "unknown"
+    dirty = git("diff", "--quiet", "HEAD").returncode != 0
+    return head.stdout.strip() + ("+" if dirty else "")
+
+
 def machine() -> dict:
-    """What the header prints and the JSON records: CPU model and flags, cores, load, versions."""
+    """What the header prints and the JSON records: CPU model, family and flags, oneDNN's state,
+    cores, load, versions, commit."""
     return {
         "cpu": cpu(),
+        "onednn": onednn(),
+        "tf_enable_onednn_opts": os.environ.get("TF_ENABLE_ONEDNN_OPTS"),
+        "commit": commit(),
         "processor": platform.machine(),
         "cpus": os.cpu_count(),
         "load_average": os.getloadavg(),
@@ -113,8 +142,10 @@ def header() -> dict:
     facts = machine()
     flags = facts["cpu"]["flags"]
     names = ", ".join(f"{name} {'yes' if flags.get(name) else 'no'}" for name in HEADER_FLAGS)
+    family = f"family {facts['cpu'].get('family')} model {facts['cpu'].get('model')}"
     print(
-        f"CPU: {facts['cpu']['model_name']} ({names}); {facts['cpus']} cores; load {load_average()}"
+        f"CPU: {facts['cpu']['model_name']}, {family} ({names}); oneDNN {facts['onednn']}; "
+        f"{facts['cpus']} cores; load {load_average()}"
     )
     print("versions: " + ", ".join(f"{name} {value}" for name, value in facts["versions"].items()))
     return facts

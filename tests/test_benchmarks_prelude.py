@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import prelude
+from keras_albert.cpu import onednn_enabled
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 # Modules the scripts import; the rest of benchmarks/*.py are scripts.
@@ -109,6 +110,7 @@ def cpuinfo_model_name() -> str:
 @pytest.mark.allowed_skip(reason="the CPU model is read from /proc/cpuinfo on Linux only")
 def test_header_and_json_name_the_cpu_model_flags_cores_and_versions(tmp_path, capsys):
     model_name = cpuinfo_model_name()
+    onednn = onednn_enabled()  # imports TensorFlow, as a benchmark script has before its header
     facts = prelude.header()
     printed = capsys.readouterr().out
     assert model_name in printed and "avx512_bf16" in printed and "load" in printed
@@ -121,6 +123,15 @@ def test_header_and_json_name_the_cpu_model_flags_cores_and_versions(tmp_path, c
     assert set(prelude.HEADER_FLAGS) <= set(machine["cpu"]["flags"])
     assert machine["cpus"] == os.cpu_count() and len(machine["load_average"]) == 3
     assert machine["versions"]["python"] and machine["processor"]
+    # the CPU's family and model numbers, oneDNN's state as TensorFlow decided it here (this
+    # test process has imported TensorFlow), and the commit measured
+    assert isinstance(machine["cpu"]["family"], int) and isinstance(machine["cpu"]["model"], int)
+    assert machine["onednn"] == onednn and f"oneDNN {onednn}" in printed
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True
+    )
+    expected = head.stdout.strip() if head.returncode == 0 else "unknown"  # a copy without .git
+    assert machine["commit"].rstrip("+") == expected
 
 
 def run_module(arguments: list[str], tmp_path) -> subprocess.CompletedProcess:
