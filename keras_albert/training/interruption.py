@@ -46,6 +46,11 @@ class Interrupted(KeyboardInterrupt):
         super().__init__(message)
         self.exit_status = exit_status
 
+    def __reduce__(self):
+        # A run in a worker process (`finetuning.parallel_runs`) sends it back pickled; the
+        # default rebuilds it from `args` alone, without `exit_status`.
+        return type(self), (str(self), self.exit_status)
+
 
 class StopSignals:
     """Turns SIGTERM and SIGINT into a flag for the block it guards (a context manager).
