@@ -7,6 +7,11 @@ sentences and Tang verses with words masked, odd placements of the mask, bad inp
 served top-k ids, pieces and filled texts must equal `fill_mask`'s, the probabilities within
 1e-6."""
 
+import json
+import pathlib
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -29,6 +34,7 @@ from tests.export.test_serving_export import ALLOWED_TF_TEXT_OPS, FORBIDDEN_OPS,
 from tests.tasks.fill_mask.test_features import ODD, masked_sentences
 from tests.text.text_data import ALBERT_MODEL, DATA
 
+PROBE = pathlib.Path(__file__).resolve().parents[3] / "tools" / "probe_saved_model.py"
 MAX_SEQUENCE_LENGTH = 64
 TOP_K = 4
 PROBABILITY_TOLERANCE = 1e-6
@@ -109,6 +115,7 @@ def served(tmp_path_factory):
         files = write_requests(root, name, logs)
         job["exports"].append({"path": str(path), **files})
         result[name] = {
+            "path": path,
             "model": model,
             "tokenizer": tokenizer,
             "texts": texts,
@@ -205,6 +212,49 @@ def test_too_long_a_text_is_an_error_giving_its_length(served):
         length = len(MaskedTextEncoder(export["tokenizer"]).encode(text)) + 2
         assert "longer than max_sequence_length=64 tokens with [CLS] and [SEP]" in error
         assert f"its length:] [{length}]" in error, error
+
+
+def run_probe(path, *texts):
+    # -I: isolated from PYTHONPATH and the script's folder, as a user's deployment would be.
+    return subprocess.run(
+        [sys.executable, "-I", str(PROBE), str(path), *texts, "--repeats", "0"],
+        capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+
+
+def test_the_probe_tool_prints_the_answers_fill_mask_gives(served):
+    export = served["exports"]["sentencepiece"]
+    texts = [*export["texts"][:2], "A text without a mask.", "[MASK] [MASK] went home ."]
+    completed = run_probe(export["path"], *texts)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    result = json.loads(completed.stdout)
+    assert result["keras_albert_imported"] is False
+    expected = fill_mask(export["model"], export["tokenizer"], texts, top_k=TOP_K)
+    for prediction, masks, text in zip(result["predictions"], expected, texts, strict=True):
+        assert prediction["text"] == text
+        assert prediction["num_masks"] == len(masks)
+        for key, field in (("token_ids", "token_id"), ("tokens", "token"), ("texts", "text")):
+            assert prediction[key] == [[c[field] for c in mask] for mask in masks], key
+        probabilities = [[c["probability"] for c in mask] for mask in masks]
+        np.testing.assert_allclose(
+            np.reshape(prediction["probabilities"], (len(masks), TOP_K)),
+            np.reshape(probabilities, (len(masks), TOP_K)),
+            atol=PROBABILITY_TOLERANCE,
+            rtol=0,
+        )
+
+
+def test_the_probe_tool_gives_the_reason_a_text_is_refused_in_its_one_line(served):
+    export = served["exports"]["sentencepiece"]
+    text = "[MASK] " + "word " * MAX_SEQUENCE_LENGTH
+    completed = run_probe(export["path"], text)
+    assert completed.returncode == 1
+    length = len(MaskedTextEncoder(export["tokenizer"]).encode(text)) + 2
+    assert completed.stderr.splitlines() == [
+        f"error: {export['path']}: assertion failed: [serving_default: a text is longer than "
+        f"max_sequence_length={MAX_SEQUENCE_LENGTH} tokens with [CLS] and [SEP]; its length:] "
+        f"[{length}]"
+    ]
 
 
 def test_ops_assets_warmup_and_no_keras_albert(served):
