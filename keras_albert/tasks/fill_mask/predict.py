@@ -1,9 +1,9 @@
-"""`fill_mask(model, tokenizer, texts)`: the Python API of fill-mask, as Hugging Face's
-`pipeline("fill-mask")`.
+"""`fill_mask(model, tokenizer, texts)` (`keras_albert.fill_mask`): the Python API of fill-mask,
+as Hugging Face's `pipeline("fill-mask")`.
 
-    model = masked_lm_from(keras_albert.load_checkpoint("albert-base-v2/", model="pretrainer"))
+    model = keras_albert.load_checkpoint("albert-base-v2/", model="fill_mask")
     tokenizer = keras_albert.AlbertTokenizer("albert-base-v2/spiece.model")
-    fill_mask(model, tokenizer, ["The capital of France is [MASK]."])[0][0][0]
+    keras_albert.fill_mask(model, tokenizer, ["The capital of France is [MASK]."])[0][0][0]
     # {"token_id": ..., "token": "▁paris", "probability": ...,
     #  "text": "The capital of France is paris."}
 
