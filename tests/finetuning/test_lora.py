@@ -144,6 +144,21 @@ def test_saved_and_merged_models_are_plain_with_the_same_outputs(tmp_path):
     np.testing.assert_allclose(loaded(inputs), expected, atol=1e-6, rtol=0)
 
 
+def test_save_checkpoint_writes_a_compiled_model_merged_so_that_it_loads_without_a_warning(
+    tmp_path,
+):
+    model = lora_classifier()
+    model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(True))
+    model.fit(random_inputs(), np.array([0, 1, 2]), verbose=0)  # the optimizer's moments
+    save_checkpoint(model, tmp_path / "lora.keras")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # not "Skipping variable loading for optimizer"
+        loaded = keras.models.load_model(tmp_path / "lora.keras")
+    assert not has_lora(loaded)
+    inputs = random_inputs()
+    np.testing.assert_allclose(loaded(inputs), model(inputs), atol=1e-6, rtol=0)
+
+
 @pytest.mark.parametrize("format", ["hf", "keras_hub"])
 def test_the_other_checkpoint_formats_carry_the_merged_adapters(tmp_path, format):
     model = lora_classifier()
