@@ -56,14 +56,15 @@ __version__ = "0.1.0"
 
 # Imported when first used: fine-tuning's names, so that pretraining, export and conversion
 # never load the driver or a task type's data code (`keras_albert.finetuning`,
-# `TaskType.finetuning_task`); the tokenizer's, which need TensorFlow (TF Text graph ops), so
-# that the models, configs and converters import without it.
+# `TaskType.finetuning_task`); the tokenizer's and fill-mask's, which need TensorFlow (TF Text
+# graph ops), so that the models, configs and converters import without it.
 _LAZY = {
     "FinetuningOptions": "finetuning",
     "finetune": "finetuning",
     "FinetuningTask": "tasks.finetuning_task",
     "AlbertPacker": "text.packing",
     "AlbertTokenizer": "text.tokenizer",
+    "fill_mask": "tasks.fill_mask.predict",
 }
 
 
@@ -91,6 +92,7 @@ __all__ = [
     "AlbertTokenizer",
     "FinetuningOptions",
     "FinetuningTask",
+    "fill_mask",
     "finetune",
     "get_preset",
     "load_checkpoint",

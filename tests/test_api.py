@@ -24,6 +24,7 @@ PUBLIC = (
     "FinetuningOptions",
     "FinetuningTask",
     "TASK_TYPES",
+    "fill_mask",
     "finetune",
     "get_task_type",
     "PRESETS",
@@ -42,6 +43,9 @@ def test_import_keras_albert_exposes_the_public_api():
 
     assert keras_albert.AlbertTokenizer is AlbertTokenizer
     assert keras_albert.AlbertPacker is AlbertPacker
+    from keras_albert.tasks.fill_mask.predict import fill_mask
+
+    assert keras_albert.fill_mask is fill_mask
     # Every model class, and every task type of the registry by its one name.
     from keras_albert import models
 

@@ -32,7 +32,9 @@ def save_checkpoint(
     `vocabulary` (a SentencePiece model) goes into a keras-hub preset as its tokenizer, with
     the normalization `lowercase` and `strip_accents` say written into it (the other formats
     ignore all three). A model with LoRA adapters is written with them merged into its
-    weights, in every format.
+    weights, in every format, and uncompiled (as a LoRA run's `best.keras`): its optimizer's
+    state holds the adapters' moments, for variables the merged model does not have (Keras
+    would skip loading it, with a warning).
 
     Every format is written beside `destination`, then renamed into place: a failure leaves
     nothing that loads. A file replaces the one there; a directory must be new or empty.
@@ -41,13 +43,13 @@ def save_checkpoint(
     destination = os.fspath(destination)
     if format == "auto":
         format = "keras" if destination.endswith((".keras", ".weights.h5")) else "hf"
+    if format != "keras":
+        require_new_directory("destination", destination)  # named as the caller knows it
+    model = merged_lora(model)
     if format == "keras":
         save = model.save_weights if destination.endswith(".weights.h5") else model.save
         write_atomically(destination, save, directory=False, name="destination")
         return
-    require_new_directory("destination", destination)  # named as the caller knows it
-    # LoRA adapters merged into their weights, as Keras's own formats write them.
-    model = merged_lora(model)
     if format == "keras_hub":
         write_keras_hub_preset(
             model,

@@ -31,13 +31,21 @@ def merged_lora(model: keras.Model) -> keras.Model:
     return copy
 
 
+def is_adapter(weight) -> bool:
+    """Whether `weight` is a LoRA adapter: Keras's `enable_lora` names them `lora_kernel_a`,
+    `lora_kernel_b` (Dense, EinsumDense) and `lora_embeddings_a`, `lora_embeddings_b`."""
+    return weight.name.startswith("lora_")
+
+
 def parameter_counts(model: keras.Model) -> dict:
-    """`parameters` (all) and `trainable_parameters` of `model`."""
+    """`parameters`: the model's own, without LoRA adapters (what `merged_lora(model)`, a
+    saved model or an export has); `trainable_parameters`: those training updates, adapters
+    included."""
 
     def count(weights) -> int:
         return int(sum(int(keras.ops.size(weight)) for weight in weights))
 
     return {
-        "parameters": count(model.weights),
+        "parameters": count(w for w in model.weights if not is_adapter(w)),
         "trainable_parameters": count(model.trainable_weights),
     }

@@ -1,9 +1,9 @@
-"""`fill_mask(model, tokenizer, texts)`: the Python API of fill-mask, as Hugging Face's
-`pipeline("fill-mask")`.
+"""`fill_mask(model, tokenizer, texts)` (`keras_albert.fill_mask`): the Python API of fill-mask,
+as Hugging Face's `pipeline("fill-mask")`.
 
-    model = masked_lm_from(keras_albert.load_checkpoint("albert-base-v2/", model="pretrainer"))
+    model = keras_albert.load_checkpoint("albert-base-v2/", model="fill_mask")
     tokenizer = keras_albert.AlbertTokenizer("albert-base-v2/spiece.model")
-    fill_mask(model, tokenizer, ["The capital of France is [MASK]."])[0][0][0]
+    keras_albert.fill_mask(model, tokenizer, ["The capital of France is [MASK]."])[0][0][0]
     # {"token_id": ..., "token": "▁paris", "probability": ...,
     #  "text": "The capital of France is paris."}
 
@@ -58,7 +58,9 @@ def fill_mask(
     Args:
         model: an `AlbertMaskedLM`, or an `AlbertPretrainer` (its masked-LM head is used).
         tokenizer: the model's `AlbertTokenizer`.
-        texts: texts holding at least one mask token ("[MASK]") each.
+        texts: texts holding mask tokens ("[MASK]"); a text without one gets no masks (`[]`),
+            as the served fill-mask answers it (`num_masks` 0): one text that is not what
+            was meant does not fail the others.
         top_k: tokens per mask.
         max_sequence_length: the longest packed text ([CLS] and [SEP] included); by default
             the model's `max_sequence_length`. A longer text is an error (never truncated: a
@@ -86,11 +88,6 @@ def fill_mask(
     encoded = []
     for index, text in enumerate(texts):
         ids = encoder.encode(text)
-        if encoder.mask_id not in ids:
-            raise ValueError(
-                f"`texts` must each hold at least one {encoder.mask_token}. "
-                f"Received: texts[{index}]={text!r}"
-            )
         if len(ids) + 2 > max_sequence_length:
             raise ValueError(
                 f"`texts` must each be at most max_sequence_length={max_sequence_length} tokens "

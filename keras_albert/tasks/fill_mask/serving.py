@@ -9,7 +9,8 @@ Signatures of `FillMaskServingModule` (an `AlbertMaskedLM`, or a pretrainer's ma
   e.g. "▁blue"; padding ""), `probabilities` (`float32`, the softmax over the vocabulary;
   padding 0), `texts` (`string`, the text with that mask filled by that token and its other
   masks left as "[MASK]"; padding ""), and `num_masks` (`int32 [batch]`: row b's masks are
-  `[:num_masks[b]]`). A text without a mask gets `num_masks` 0. A text longer than
+  `[:num_masks[b]]`). A text without a mask gets `num_masks` 0 (`fill_mask` gives it `[]`):
+  an answer, not an error, so that it fails none of the batch's other texts. A text longer than
   `max_sequence_length` tokens with [CLS] and [SEP] fails the request with an error that gives
   its length (it is never truncated: a mask could be cut off).
 - `serve_token_ids`: `token_ids`, `segment_ids`, `padding_mask` (`int32 [batch, seq]`, the

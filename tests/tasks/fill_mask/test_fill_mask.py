@@ -243,13 +243,20 @@ def test_our_pretrainer_saved_as_keras(tmp_path, tokenizer, texts):
     assert fill_mask(loaded, tokenizer, texts) == expected
 
 
+def test_a_text_without_a_mask_gets_no_masks_and_fails_no_other(hugging_face, tokenizer):
+    # As the served fill-mask answers it (`num_masks` 0; tests/tasks/fill_mask/test_serving.py).
+    _, pretrainer = hugging_face
+    texts = ["The sky is blue.", "The sky is [MASK].", "[mask] is lowercase, not the mask"]
+    results = fill_mask(pretrainer, tokenizer, texts)
+    assert [len(masks) for masks in results] == [0, 1, 0]
+    alone = fill_mask(pretrainer, tokenizer, texts[1:2])
+    ids, _ = ids_and_probabilities(results)
+    np.testing.assert_array_equal(ids, ids_and_probabilities(alone)[0])
+    assert fill_mask(pretrainer, tokenizer, ["no mask", "nor here"]) == [[], []]
+
+
 def test_errors_name_the_text_and_the_length(hugging_face, tokenizer):
     _, pretrainer = hugging_face
-    with pytest.raises(ValueError, match=r"must each hold at least one \[MASK\]. Received: "
-                       r"texts\[1\]='The sky is blue.'"):  # fmt: skip
-        fill_mask(pretrainer, tokenizer, ["The sky is [MASK].", "The sky is blue."])
-    with pytest.raises(ValueError, match=r"Received: texts\[0\]='\[mask\] is lowercase'"):
-        fill_mask(pretrainer, tokenizer, ["[mask] is lowercase"])
     long_text = "[MASK] " + "word " * 70
     with pytest.raises(ValueError, match=r"at most max_sequence_length=64 tokens with \[CLS\] "
                        r"and \[SEP\]. Received: texts\[0\] of 73 tokens"):  # fmt: skip

@@ -7,6 +7,11 @@ sentences and Tang verses with words masked, odd placements of the mask, bad inp
 served top-k ids, pieces and filled texts must equal `fill_mask`'s, the probabilities within
 1e-6."""
 
+import json
+import pathlib
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -23,13 +28,13 @@ from keras_albert.serving import requests as serving_requests
 from keras_albert.tasks.fill_mask.features import MaskedTextEncoder, pack
 from keras_albert.tasks.fill_mask.predict import fill_mask
 from keras_albert.tasks.fill_mask.serving import FillMaskServingModule
-from keras_albert.text.normalization import to_text
 from keras_albert.text.tokenizer import AlbertTokenizer
 from tests.export.conftest import read_logs, run_harness, write_requests
 from tests.export.test_serving_export import ALLOWED_TF_TEXT_OPS, FORBIDDEN_OPS, outputs_of
 from tests.tasks.fill_mask.test_features import ODD, masked_sentences
 from tests.text.text_data import ALBERT_MODEL, DATA
 
+PROBE = pathlib.Path(__file__).resolve().parents[3] / "tools" / "probe_saved_model.py"
 MAX_SEQUENCE_LENGTH = 64
 TOP_K = 4
 PROBABILITY_TOLERANCE = 1e-6
@@ -110,6 +115,7 @@ def served(tmp_path_factory):
         files = write_requests(root, name, logs)
         job["exports"].append({"path": str(path), **files})
         result[name] = {
+            "path": path,
             "model": model,
             "tokenizer": tokenizer,
             "texts": texts,
@@ -139,18 +145,14 @@ def _ok(export, key):
 
 
 def check_equals_python(outputs, export, texts):
-    """The served answers to `texts` against `fill_mask` on the same texts."""
-    with_masks = [i for i, t in enumerate(texts) if "[MASK]" in to_text(t)]
-    expected = fill_mask(
-        export["model"], export["tokenizer"], [texts[i] for i in with_masks], top_k=TOP_K
-    )
+    """The served answers to `texts` against `fill_mask` on the same texts, text by text (a
+    text without a mask gets no masks from both)."""
+    expected = fill_mask(export["model"], export["tokenizer"], texts, top_k=TOP_K)
     num_masks = outputs["num_masks"]
     max_masks = outputs["token_ids"].shape[1]
     assert outputs["token_ids"].shape == (len(texts), max_masks, TOP_K)
     assert max_masks == max([len(masks) for masks in expected], default=0)
-    answers = dict(zip(with_masks, expected, strict=True))
-    for row in range(len(texts)):
-        masks = answers.get(row, [])
+    for row, masks in enumerate(expected):
         assert num_masks[row] == len(masks)
         for mask in range(max_masks):
             ids = outputs["token_ids"][row, mask]
@@ -210,6 +212,49 @@ def test_too_long_a_text_is_an_error_giving_its_length(served):
         length = len(MaskedTextEncoder(export["tokenizer"]).encode(text)) + 2
         assert "longer than max_sequence_length=64 tokens with [CLS] and [SEP]" in error
         assert f"its length:] [{length}]" in error, error
+
+
+def run_probe(path, *texts):
+    # -I: isolated from PYTHONPATH and the script's folder, as a user's deployment would be.
+    return subprocess.run(
+        [sys.executable, "-I", str(PROBE), str(path), *texts, "--repeats", "0"],
+        capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+
+
+def test_the_probe_tool_prints_the_answers_fill_mask_gives(served):
+    export = served["exports"]["sentencepiece"]
+    texts = [*export["texts"][:2], "A text without a mask.", "[MASK] [MASK] went home ."]
+    completed = run_probe(export["path"], *texts)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    result = json.loads(completed.stdout)
+    assert result["keras_albert_imported"] is False
+    expected = fill_mask(export["model"], export["tokenizer"], texts, top_k=TOP_K)
+    for prediction, masks, text in zip(result["predictions"], expected, texts, strict=True):
+        assert prediction["text"] == text
+        assert prediction["num_masks"] == len(masks)
+        for key, field in (("token_ids", "token_id"), ("tokens", "token"), ("texts", "text")):
+            assert prediction[key] == [[c[field] for c in mask] for mask in masks], key
+        probabilities = [[c["probability"] for c in mask] for mask in masks]
+        np.testing.assert_allclose(
+            np.reshape(prediction["probabilities"], (len(masks), TOP_K)),
+            np.reshape(probabilities, (len(masks), TOP_K)),
+            atol=PROBABILITY_TOLERANCE,
+            rtol=0,
+        )
+
+
+def test_the_probe_tool_gives_the_reason_a_text_is_refused_in_its_one_line(served):
+    export = served["exports"]["sentencepiece"]
+    text = "[MASK] " + "word " * MAX_SEQUENCE_LENGTH
+    completed = run_probe(export["path"], text)
+    assert completed.returncode == 1
+    length = len(MaskedTextEncoder(export["tokenizer"]).encode(text)) + 2
+    assert completed.stderr.splitlines() == [
+        f"error: {export['path']}: assertion failed: [serving_default: a text is longer than "
+        f"max_sequence_length={MAX_SEQUENCE_LENGTH} tokens with [CLS] and [SEP]; its length:] "
+        f"[{length}]"
+    ]
 
 
 def test_ops_assets_warmup_and_no_keras_albert(served):
