@@ -7,6 +7,7 @@ from keras_albert.convert.formats import (
     CheckpointNotFoundError,
     detect_format,
 )
+from keras_albert.convert.presets import from_preset
 from keras_albert.convert.resolve import (
     CorruptCheckpointError,
     load_checkpoint,
@@ -29,6 +30,7 @@ __all__ = [
     "detect_format",
     "find_sentencepiece_model",
     "find_vocabulary",
+    "from_preset",
     "require_vocabulary",
     "load_checkpoint",
     "resolve_config",

@@ -36,8 +36,23 @@ def _task_arguments(task_options) -> dict:
     return dict(task_options)
 
 
-def serving_module(model, tokenizer, spec: ExportSpec | None = None, **fields):
-    """The serving module of `model` (see the module docstring) that `spec` describes.
+def model_tokenizer(model, tokenizer: AlbertTokenizer | None = None) -> AlbertTokenizer:
+    """`tokenizer`, else the tokenizer of the preprocessor `model` carries (`from_preset`, or
+    `preprocessor=`): the string-in graph then tokenizes and packs with the objects `fit` used."""
+    if tokenizer is not None:
+        return tokenizer
+    preprocessor = getattr(model, "preprocessor", None)
+    if preprocessor is None:
+        raise ValueError(
+            "`tokenizer` must be given for a model that carries no preprocessor (load it with "
+            "`from_preset`, or give `preprocessor=`). Received: tokenizer=None"
+        )
+    return preprocessor.tokenizer
+
+
+def serving_module(model, tokenizer=None, spec: ExportSpec | None = None, **fields):
+    """The serving module of `model` (see the module docstring) that `spec` describes; the
+    tokenizer is `tokenizer`, or that of the preprocessor `model` carries (`model_tokenizer`).
 
     `fields` are `ExportSpec` fields (`resolve_spec`). `precision` and `num_layers` apply to
     every model (`keras_albert.serving.precision`), `max_sequence_length` to every module;
@@ -45,6 +60,7 @@ def serving_module(model, tokenizer, spec: ExportSpec | None = None, **fields):
     `class_names` must be left at their defaults for a task model.
     """
     spec = resolve_spec(spec, fields, "savedmodel")
+    tokenizer = model_tokenizer(model, tokenizer)
     # LoRA adapters merged into their kernels: the served graph multiplies once, as a model
     # fine-tuned in full (a model loaded from a file is merged already).
     model = merged_lora(model)
@@ -87,12 +103,13 @@ def serving_module(model, tokenizer, spec: ExportSpec | None = None, **fields):
 
 def export_saved_model(
     model: keras.Model,
-    tokenizer: AlbertTokenizer,
+    tokenizer: AlbertTokenizer | None,
     export_dir: str | os.PathLike,
     spec: ExportSpec | None = None,
     **fields,
 ) -> tf.Module:
-    """Writes `model` + `tokenizer` as a TF Serving SavedModel to `export_dir`.
+    """Writes `model` + `tokenizer` (default: the tokenizer of the preprocessor `model`
+    carries) as a TF Serving SavedModel to `export_dir`.
 
     See the module docstring for the modules, `ExportSpec` for the spec (`fields`: its fields,
     `resolve_spec`). Writes `export_dir` directly; `keras_albert.export.export_for_serving`

@@ -291,7 +291,7 @@ def model_directory(base_dir: str | os.PathLike, name: str) -> str:
 
 def export_for_serving(
     model: keras.Model,
-    tokenizer: AlbertTokenizer,
+    tokenizer: AlbertTokenizer | None = None,
     base_dir: str | os.PathLike = "saved_models",
     name: str = "albert",
     spec: ExportSpec | None = None,
@@ -302,7 +302,8 @@ def export_for_serving(
     Writes the SavedModel that `spec` describes (`serving_module`; `fields`: the spec's fields,
     `resolve_spec`) and its warmup requests atomically, then `models.config` and
     `batching_parameters.txt` in `base_dir`. Returns the version's path. A task model's warmup
-    requests are its module's own (`warmup_texts` are for text classifiers).
+    requests are its module's own (`warmup_texts` are for text classifiers). Without
+    `tokenizer`, the tokenizer of the preprocessor `model` carries (`from_preset`).
     """
     spec = resolve_spec(spec, fields, "savedmodel")
     model_dir = model_directory(base_dir, name)  # before the module is built

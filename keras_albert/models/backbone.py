@@ -298,6 +298,16 @@ class AlbertBackbone(FunctionalModel):
         return cls(**config.to_dict(), **kwargs)
 
     @classmethod
+    def from_preset(cls, source, **kwargs) -> "AlbertBackbone":
+        """The backbone of `source` (anything `keras_albert.load_checkpoint` reads: a run
+        directory, a `.keras` file, a Hugging Face directory, an original TF1 release, a
+        keras-hub preset, a TF-Hub encoder, a preset name), with its weights; see
+        `keras_albert.convert.presets.from_preset`."""
+        from keras_albert.models.task import load_preset
+
+        return load_preset(cls, source, **kwargs)
+
+    @classmethod
     def from_preset_name(cls, name: str, **kwargs) -> "AlbertBackbone":
         """A randomly initialized backbone of a released architecture, e.g. "albert_base_v2"."""
         return cls.from_albert_config(get_preset(name), **kwargs)

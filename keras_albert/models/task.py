@@ -1,32 +1,106 @@
-"""`AlbertTask`: what the models that wrap an `AlbertBackbone` share (their config)."""
+"""`AlbertTask`: what the models that wrap an `AlbertBackbone` share (their config, the
+preprocessor they may carry, `from_preset`)."""
 
 import keras
 
 from keras_albert.models.functional import FunctionalModel
 
+# `from_preset`'s implementation, set by `keras_albert.convert.presets` (the converters read
+# the models; the models do not import them).
+_preset_loaders = {}
+
+
+def register_preset_loader(load) -> None:
+    """Sets the function behind `AlbertTask.from_preset` and `AlbertBackbone.from_preset`:
+    `load(model_class, source, **kwargs)`."""
+    _preset_loaders["load"] = load
+
+
+def load_preset(model_class, source, **kwargs):
+    """`model_class.from_preset(source, **kwargs)`, through the registered loader."""
+    if "load" not in _preset_loaders:  # `import keras_albert` registers it
+        import importlib
+
+        importlib.import_module("keras_albert")
+    return _preset_loaders["load"](model_class, source, **kwargs)
+
 
 class AlbertTask(FunctionalModel):
-    """Base of the functional models built on an `AlbertBackbone`; serializes the backbone.
+    """Base of the functional models built on an `AlbertBackbone`; serializes the backbone and
+    the preprocessor the model carries.
 
     Subclasses store their extra constructor arguments in `task_config()`. A model with one
     output tensor (not a dict) names it `OUTPUT_NAME` where a format names its outputs (ONNX).
+
+    With a `preprocessor` (a keyword argument of every task model, e.g. an
+    `AlbertClassifierPreprocessor`), `fit`, `predict` and `evaluate` take raw inputs (strings,
+    pairs of strings), mapped through it in `tf.data` as keras-hub's tasks do; without one
+    (`None`, the default) they take packed token ids.
     """
 
     OUTPUT_NAME = "logits"
+
+    def __init__(self, *args, preprocessor=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.preprocessor = preprocessor
+
+    @classmethod
+    def from_preset(cls, source, **kwargs):
+        """This model with the weights, config and tokenizer of `source` (anything
+        `keras_albert.load_checkpoint` reads); see `keras_albert.convert.presets.from_preset`."""
+        return load_preset(cls, source, **kwargs)
 
     def task_config(self) -> dict:
         return {}
 
     def get_config(self):
-        return {
+        config = {
             "backbone": keras.saving.serialize_keras_object(self.backbone),
             **self.task_config(),
             "name": self.name,
             "trainable": self.trainable,
         }
+        if self.preprocessor is not None:
+            config["preprocessor"] = keras.saving.serialize_keras_object(self.preprocessor)
+        return config
 
     @classmethod
     def from_config(cls, config):
         config = dict(config)
         config["backbone"] = keras.saving.deserialize_keras_object(config["backbone"])
+        if isinstance(config.get("preprocessor"), dict):
+            config["preprocessor"] = keras.saving.deserialize_keras_object(config["preprocessor"])
         return cls(**config)
+
+    def _preprocessed(self, x, y, sample_weight, batch_size):
+        from keras_albert.text.preprocessing import preprocessed_dataset  # TensorFlow's
+
+        return preprocessed_dataset(self.preprocessor, x, y, sample_weight, batch_size)
+
+    def fit(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
+        if self.preprocessor is None:
+            return super().fit(x, y, batch_size=batch_size, sample_weight=sample_weight, **kwargs)
+        validation_data = kwargs.pop("validation_data", None)
+        if validation_data is not None:
+            validation_data = self._preprocessed(*_unpacked(validation_data), batch_size=batch_size)
+        dataset = self._preprocessed(x, y, sample_weight, batch_size)
+        return super().fit(dataset, validation_data=validation_data, **kwargs)
+
+    def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
+        if self.preprocessor is None:
+            return super().evaluate(
+                x, y, batch_size=batch_size, sample_weight=sample_weight, **kwargs
+            )
+        return super().evaluate(self._preprocessed(x, y, sample_weight, batch_size), **kwargs)
+
+    def predict(self, x, batch_size=None, **kwargs):
+        if self.preprocessor is None:
+            return super().predict(x, batch_size=batch_size, **kwargs)
+        return super().predict(self._preprocessed(x, None, None, batch_size), **kwargs)
+
+
+def _unpacked(validation_data) -> tuple:
+    # (x, y) or (x, y, sample_weight), or a dataset; the same forms as Keras's own.
+    if isinstance(validation_data, tuple) and len(validation_data) in (2, 3):
+        return (*validation_data, None)[:3]
+    return validation_data, None, None

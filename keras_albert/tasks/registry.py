@@ -88,24 +88,26 @@ def task_type_for(task: str) -> TaskType:
 
 
 def task_type_of(model) -> TaskType | None:
-    """The task type whose head `model` is (an instance of its `model_class`), or None (a
-    backbone, a pretrainer)."""
+    """The task type whose head `model` is (an instance of its `model_class`, or the class
+    itself), or None (a backbone, a pretrainer)."""
+    model_class = model if isinstance(model, type) else type(model)
     for task_type in TASK_TYPES:
-        if isinstance(model, task_type.model_class):
+        if issubclass(model_class, task_type.model_class):
             return task_type
     return None
 
 
 def model_kind_of(model) -> str:
-    """`model`'s kind: one of `MODEL_KINDS`."""
+    """`model`'s kind (a model or a model class): one of `MODEL_KINDS`."""
     task_type = task_type_of(model)
     if task_type is not None:
         return task_type.name
-    for kind, model_class in zip(BASE_MODEL_KINDS, (AlbertBackbone, AlbertPretrainer), strict=True):
-        if isinstance(model, model_class):
+    model_class = model if isinstance(model, type) else type(model)
+    for kind, base in zip(BASE_MODEL_KINDS, (AlbertBackbone, AlbertPretrainer), strict=True):
+        if issubclass(model_class, base):
             return kind
     classes = ["AlbertBackbone", "AlbertPretrainer"] + [t.model_class.__name__ for t in TASK_TYPES]
     raise ValueError(
         f"The checkpoint must hold a keras_albert model ({', '.join(classes)}). "
-        f"Received: a {type(model).__name__}"
+        f"Received: a {model_class.__name__}"
     )

@@ -53,6 +53,9 @@ class TaskType:
         from_model: `(loaded model) → model_class or None`: a model of this kind that shares a
             loaded model's weights, head included (fill-mask: a pretrainer's masked-LM head),
             instead of a fresh head; None when it has no such way.
+        preprocessor: "module:Class" of its preprocessor (a `TokenizerPreprocessor`: raw
+            inputs to the model's, in `tf.data`), which `from_preset` attaches to the model;
+            None where the task type has none yet.
     """
 
     name: str
@@ -67,11 +70,16 @@ class TaskType:
     export_options: type | None = None
     count: str | None = None
     from_model: Callable | None = None
+    preprocessor: str | None = None
 
     @property
     def trains(self) -> bool:
         """Whether the task type is fine-tuned by `keras_albert.finetuning`."""
         return self.finetuning_task is not None
+
+    def preprocessor_class(self) -> type | None:
+        """Its preprocessor class (imported now), or None."""
+        return None if self.preprocessor is None else _resolve(self.preprocessor)
 
     def finetuning_task_class(self) -> type:
         """Its `FinetuningTask` subclass (imported now)."""

@@ -19,4 +19,5 @@ TASK_TYPE = TaskType(
     options=ClassificationOptions,
     finetuning_task="keras_albert.tasks.classification.task:ClassificationTask",
     serving_module="keras_albert.serving.saved_model:AlbertServingModule",
+    preprocessor="keras_albert.tasks.classification.preprocessor:AlbertClassifierPreprocessor",
 )

@@ -1,0 +1,75 @@
+"""`from_preset`: a model class's `from_preset(source)`, with its weights, config and the
+tokenizer its task type's preprocessor needs, from anything `load_checkpoint` reads.
+
+The models call it through `keras_albert.models.task.register_preset_loader` (models import
+no converter); `import keras_albert` registers it.
+"""
+
+from __future__ import annotations
+
+import os
+
+from keras_albert.convert.resolve import load_checkpoint
+from keras_albert.convert.vocabulary import require_vocabulary, resolve_normalization
+from keras_albert.models.task import register_preset_loader
+from keras_albert.tasks.registry import model_kind_of, task_type_of
+from keras_albert.validation import require_int, require_one_of
+
+
+def from_preset(
+    model_class: type,
+    source: str | os.PathLike,
+    *,
+    num_classes: int | None = None,
+    config=None,
+    preprocessor: bool | str = "auto",
+    vocabulary: str | os.PathLike | None = None,
+    sequence_length: int | None = None,
+    lowercase: bool | None = None,
+    strip_accents: bool | None = None,
+):
+    """A `model_class` (`AlbertBackbone`, `AlbertClassifier`, ...) with the weights of `source`.
+
+    Args:
+        model_class: the class asked for; its kind is `load_checkpoint`'s `model=`.
+        source: anything `load_checkpoint` reads (our run directory, a `.keras` file, a Hugging
+            Face directory, an original TF1 release, a keras-hub preset, a TF-Hub encoder, a
+            preset name: random weights).
+        num_classes, config: `load_checkpoint`'s (a head the checkpoint does not hold needs
+            its `num_classes`).
+        preprocessor: attach the task type's preprocessor (a tokenizer from the vocabulary
+            beside `source` and the normalization its run recorded): True requires one,
+            "auto" attaches one where a vocabulary is found, False none. A backbone or a task
+            type without a preprocessor never gets one.
+        vocabulary: the tokenizer's SentencePiece model or WordPiece vocabulary; default: the
+            one beside `source` (`keras_albert.convert.find_vocabulary`).
+        sequence_length: the preprocessor's packed length; default: the backbone's
+            `max_sequence_length`.
+        lowercase, strip_accents: the tokenizer's normalization; default: as recorded.
+    """
+    require_one_of("preprocessor", preprocessor, (True, False, "auto"))
+    require_int("sequence_length", sequence_length, minimum=3, optional=True)
+    kind = model_kind_of(model_class)
+    model = load_checkpoint(source, model=kind, config=config, num_classes=num_classes)
+    task_type = task_type_of(model)
+    preprocessor_class = None if task_type is None else task_type.preprocessor_class()
+    if preprocessor is False or preprocessor_class is None:
+        return model
+    if preprocessor == "auto" and vocabulary is None:
+        try:
+            vocabulary = require_vocabulary(source)
+        except ValueError:  # none beside `source` (a preset name): token ids in, as before
+            return model
+    vocabulary = require_vocabulary(source, vocabulary)
+    from keras_albert.text.tokenizer import AlbertTokenizer  # TensorFlow's
+
+    tokenizer = AlbertTokenizer(
+        vocabulary, **resolve_normalization(source, lowercase, strip_accents)
+    )
+    config = model.backbone.albert_config
+    length = config.max_sequence_length if sequence_length is None else sequence_length
+    model.preprocessor = preprocessor_class(tokenizer, sequence_length=length)
+    return model
+
+
+register_preset_loader(from_preset)

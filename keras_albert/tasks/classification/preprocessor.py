@@ -1,0 +1,37 @@
+"""`AlbertClassifierPreprocessor`: raw sentences (or sentence pairs) to a classifier's inputs."""
+
+import keras
+
+from keras_albert.text.preprocessing import TokenizerPreprocessor
+
+
+@keras.saving.register_keras_serializable(package="keras_albert")
+class AlbertClassifierPreprocessor(TokenizerPreprocessor):
+    """Sentences, or pairs of sentences, to `token_ids`, `segment_ids` and `padding_mask`:
+    `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`, truncated as the original ALBERT does (the
+    longer segment first) and padded to `sequence_length`, with the same tokenizer and packer
+    as the string-in SavedModel (`keras_albert.serving.saved_model.AlbertServingModule`).
+
+    Called as `preprocessor(x, y=None, sample_weight=None)`, where `x` is a `(batch,)` string
+    tensor or a tuple of two (the pairs); labels and weights pass through. An `AlbertClassifier`
+    that carries one (`preprocessor=`) takes such `x` in `fit`, `predict` and `evaluate`.
+
+    Args:
+        tokenizer: the `AlbertTokenizer` the model was trained with.
+        sequence_length: the packed length.
+
+    Example:
+    >>> tokenizer = AlbertTokenizer("tests/data/30k-clean.model")
+    >>> preprocessor = AlbertClassifierPreprocessor(tokenizer, sequence_length=8)
+    >>> preprocessor(tf.constant(["a fine film"]))["token_ids"].numpy().tolist()
+    [[2, 21, 1123, 171, 3, 0, 0, 0]]
+    """
+
+    def call(self, x, y=None, sample_weight=None):
+        segments = list(x) if isinstance(x, (tuple, list)) else [x]
+        if len(segments) not in (1, 2):
+            raise ValueError(
+                "`x` must be a string tensor or a tuple of two (sentence pairs). Received: "
+                f"{len(segments)} segments"
+            )
+        return keras.utils.pack_x_y_sample_weight(self.pack(segments), y, sample_weight)

@@ -1,0 +1,131 @@
+"""What every task preprocessor shares: a Keras layer that holds the tokenizer (saved with the
+model as an asset) and runs in `tf.data`, and the mapping of `fit`/`predict`/`evaluate`'s
+inputs through it, as keras-hub's `Task` does.
+
+A task model that carries a preprocessor (`model.preprocessor`, `keras_albert.models.task`)
+takes raw inputs (strings, pairs of strings) in `fit`, `predict` and `evaluate`: they become a
+`tf.data.Dataset` (`preprocessed_dataset`) mapped through the preprocessor, whose graph is the
+tokenizer's and the packer's, the same ops the string-in SavedModel runs.
+"""
+
+from __future__ import annotations
+
+import os
+
+import keras
+import tensorflow as tf
+
+from keras_albert.text.tokenizer import AlbertTokenizer
+from keras_albert.validation import require_int
+
+# The file, in the layer's assets directory of a `.keras` file, that holds the tokenizer's
+# SentencePiece model or WordPiece vocabulary (its bytes, as given).
+VOCABULARY_ASSET = "vocabulary"
+# Rows per batch where `fit`/`predict`/`evaluate` get arrays and no `batch_size` (Keras's own).
+DEFAULT_BATCH_SIZE = 32
+
+
+class TokenizerPreprocessor(keras.layers.Layer):
+    """Base of the task preprocessors: a layer holding an `AlbertTokenizer` and a packing
+    length, called in `tf.data` (on string tensors) as `preprocessor(x, y, sample_weight)` and
+    returning `keras.utils.pack_x_y_sample_weight(inputs, y, sample_weight)`.
+
+    Saved in a `.keras` file with its model: the config holds the tokenizer's normalization
+    options, the assets the vocabulary's bytes (`VOCABULARY_ASSET`).
+
+    Args:
+        tokenizer: an `AlbertTokenizer`.
+        sequence_length: the packed length (every batch is padded to it).
+    """
+
+    def __init__(self, tokenizer: AlbertTokenizer | None = None, sequence_length=512, **kwargs):
+        tokenizer_config = kwargs.pop("tokenizer_config", None)
+        super().__init__(**kwargs)
+        # Strings in, ragged tensors inside: no conversion of the inputs, no autocasting.
+        self._convert_input_args = False
+        self._allow_non_tensor_positional_args = True
+        require_int("sequence_length", sequence_length, minimum=3)
+        if tokenizer is not None and not isinstance(tokenizer, AlbertTokenizer):
+            raise ValueError(
+                f"`tokenizer` must be an AlbertTokenizer. Received: tokenizer={tokenizer!r}"
+            )
+        self.sequence_length = sequence_length
+        # From a config, the tokenizer comes with the assets (`load_assets`).
+        self._tokenizer_config = tokenizer_config
+        self._set_tokenizer(tokenizer)
+        self.built = True
+
+    def _set_tokenizer(self, tokenizer: AlbertTokenizer | None) -> None:
+        self._tokenizer = tokenizer
+        self._packer = None if tokenizer is None else tokenizer.packer(self.sequence_length)
+
+    @property
+    def tokenizer(self) -> AlbertTokenizer:
+        if self._tokenizer is None:
+            raise ValueError(
+                "The preprocessor has no tokenizer yet: one made from a config gets it from "
+                "its saved assets (`keras.saving.load_model`)."
+            )
+        return self._tokenizer
+
+    def pack(self, segments: list) -> dict:
+        """Model inputs of one or two `(batch,)` string tensors: token ids of each segment,
+        packed to `sequence_length` (int32 `token_ids`, `segment_ids`, `padding_mask`)."""
+        ids = tuple(self.tokenizer(tf.convert_to_tensor(segment)) for segment in segments)
+        packed = self._packer(ids)
+        return {
+            "token_ids": packed["token_ids"],
+            "segment_ids": packed["segment_ids"],
+            "padding_mask": tf.cast(packed["padding_mask"], tf.int32),
+        }
+
+    def _tokenizer_options(self) -> dict:
+        if self._tokenizer is None:
+            return dict(self._tokenizer_config or {})
+        return {
+            "lowercase": self._tokenizer.lowercase,
+            "strip_accents": self._tokenizer.strip_accents,
+            "normalize_quotes": self._tokenizer.normalize_quotes,
+            "wordpiece": self._tokenizer.wordpiece,
+        }
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {"sequence_length": self.sequence_length, "tokenizer_config": self._tokenizer_options()}
+        )
+        return config
+
+    def save_assets(self, dir_path):
+        with open(os.path.join(dir_path, VOCABULARY_ASSET), "wb") as file:
+            file.write(self.tokenizer.serialized_model)
+
+    def load_assets(self, dir_path):
+        with open(os.path.join(dir_path, VOCABULARY_ASSET), "rb") as file:
+            proto = file.read()
+        self._set_tokenizer(AlbertTokenizer(proto, **self._tokenizer_options()))
+
+
+def preprocessed_dataset(preprocessor, x, y=None, sample_weight=None, batch_size=None):
+    """`x` (and `y`, `sample_weight`) as a `tf.data.Dataset` of batches mapped through
+    `preprocessor`: a dataset of raw batches as it is, arrays or lists in batches of
+    `batch_size` (default `DEFAULT_BATCH_SIZE`), as keras-hub's `Task` does."""
+    if isinstance(x, tf.data.Dataset):
+        if y is not None or sample_weight is not None:
+            raise ValueError(
+                "`y` and `sample_weight` must be None when `x` is a tf.data.Dataset (it yields "
+                f"them). Received: y={y!r}, sample_weight={sample_weight!r}"
+            )
+        dataset = x
+    else:
+        batch_size = DEFAULT_BATCH_SIZE if batch_size is None else batch_size
+        data = keras.utils.pack_x_y_sample_weight(_as_tensors(x), y, sample_weight)
+        dataset = tf.data.Dataset.from_tensor_slices(data).batch(batch_size)
+    return dataset.map(preprocessor, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+
+def _as_tensors(x):
+    # A tuple of text columns (pairs) stays a tuple; a list of strings is one column.
+    if isinstance(x, tuple):
+        return tuple(tf.convert_to_tensor(column) for column in x)
+    return tf.convert_to_tensor(x)
