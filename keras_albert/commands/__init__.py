@@ -129,6 +129,9 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(run_standalone(args.command, arguments))
     arguments += ["--debug"] if args.debug else []
     # The command's parser names itself `keras-albert COMMAND` in its usage line (argparse
-    # takes its program name from sys.argv[0]).
-    sys.argv[0] = f"{PROGRAM} {args.command}"
-    run_tool(command_module(args.command).main, arguments)
+    # takes its program name from sys.argv[0]), for this call only.
+    program, sys.argv[0] = sys.argv[0], f"{PROGRAM} {args.command}"
+    try:
+        run_tool(command_module(args.command).main, arguments)
+    finally:
+        sys.argv[0] = program
