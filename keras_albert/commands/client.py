@@ -89,30 +89,21 @@ def main(argv: list[str] | None = None) -> int:
         columns = fields_columns(options.fields, options.texts)
         if isinstance(columns, str):
             parser.error(columns)
+    # Where and how either kind of request goes.
+    server = dict(
+        model_name=options.model,
+        host=options.host,
+        protocol=options.protocol,
+        rest_format=options.format,
+        rest_port=options.rest_port,
+        grpc_port=options.grpc_port,
+        version=options.version,
+    )
     try:
         if options.fields is not None:
-            outputs = send_inputs(
-                columns,
-                model_name=options.model,
-                host=options.host,
-                protocol=options.protocol,
-                rest_format=options.format,
-                rest_port=options.rest_port,
-                grpc_port=options.grpc_port,
-                version=options.version,
-            )
+            outputs = send_inputs(columns, **server)
         else:
-            outputs = send_texts(
-                list(texts),
-                pairs and list(pairs),
-                model_name=options.model,
-                host=options.host,
-                protocol=options.protocol,
-                rest_format=options.format,
-                rest_port=options.rest_port,
-                grpc_port=options.grpc_port,
-                version=options.version,
-            )
+            outputs = send_texts(list(texts), pairs and list(pairs), **server)
     except urllib.error.HTTPError as error:  # a server answered, with an error
         detail = error.read().decode("utf-8", errors="replace")
         raise ToolError(f"the server at {address} answered {error.code}: {detail}") from None
