@@ -1,4 +1,5 @@
-"""What every tool in `tools/` shares (stdlib only until a tool asks for TensorFlow).
+"""What every `keras-albert` command shares (keras_albert/commands/; stdlib only until a
+command asks for TensorFlow).
 
 One binder from option dataclasses to argparse:
 A field is a flag: `sequence_length` → `--sequence-length`. The flag's type follows the field's
@@ -38,7 +39,7 @@ import types
 import typing
 
 from keras_albert.directories import first_existing
-from keras_albert.lazy import TensorFlowMissingError, require_tensorflow
+from keras_albert.lazy import TensorFlowMissingError
 
 _ARGS_HEADER = re.compile(r"^\s*Args:\s*$")
 _ENTRY = re.compile(r"^(\s*)([A-Za-z_][A-Za-z0-9_]*(?:\s*,\s*[A-Za-z_][A-Za-z0-9_]*)*):\s?(.*)$")
@@ -279,16 +280,6 @@ USER_ERRORS = (
     ToolError,
     TensorFlowMissingError,
 )
-
-
-def exit_without_tensorflow(tool: str) -> None:
-    """For a tool that imports TensorFlow's modules as it loads (before `run_tool`): exits
-    with ONE line `error: …` (status 1) where TensorFlow is not installed."""
-    try:
-        require_tensorflow(tool)
-    except TensorFlowMissingError as error:
-        print(f"error: {error}", file=sys.stderr)
-        sys.exit(1)
 
 
 def run_tool(main, argv: list[str] | None = None) -> None:

@@ -1,29 +1,19 @@
 """The checkpoint tools' flags: one per option field, the dataclass's default, nothing else."""
 
 import dataclasses
-import importlib.util
-import os
 
 import pytest
 
+from keras_albert.commands import command_module as _tool
 from tests.tool_flags import check_tool_flags
-
-TOOLS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools")
-
-
-def _tool(name: str):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(TOOLS, f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.parametrize(
     "name,options_class",
     [
-        ("convert_checkpoint", "ConvertOptions"),
-        ("export_saved_model", "ExportOptions"),
-        ("serving_client", "ClientOptions"),
+        ("convert", "ConvertOptions"),
+        ("export", "ExportOptions"),
+        ("client", "ClientOptions"),
     ],
 )
 def test_every_option_has_its_one_flag_and_its_default(name, options_class):
@@ -32,7 +22,7 @@ def test_every_option_has_its_one_flag_and_its_default(name, options_class):
     tool = _tool(name)
     # The export tool's task-type groups: each task type's export options, given only.
     given_only = ()
-    if name == "export_saved_model":
+    if name == "export":
         given_only = tuple(t.export_options for t in TASK_TYPES if t.export_options is not None)
     check_tool_flags(tool.build_parser(), getattr(tool, options_class), given_only=given_only)
 
@@ -40,14 +30,14 @@ def test_every_option_has_its_one_flag_and_its_default(name, options_class):
 def test_positional_arguments_and_flags_reach_the_options():
     from keras_albert.cli import options_from_args
 
-    tool = _tool("export_saved_model")
+    tool = _tool("export")
     args = tool.build_parser().parse_args(
         ["run/", "--class-names", "no", "yes", "--pair", "--output-dir", "out"]
     )
     options = options_from_args(args, tool.ExportOptions, checkpoint=args.checkpoint)
     assert options.checkpoint == "run/" and options.output_dir == "out" and options.pair
     assert options.class_names == ["no", "yes"] and options.vocabulary is None
-    client = _tool("serving_client")
+    client = _tool("client")
     args = client.build_parser().parse_args(["a", "b", "--protocol", "grpc"])
     assert options_from_args(args, client.ClientOptions, texts=tuple(args.texts)).texts == (
         "a",
@@ -76,7 +66,7 @@ def test_each_export_flag_reaches_its_one_field_unchanged(tmp_path, monkeypatch)
     from keras_albert.export import BatchingParameters
     from keras_albert.tasks.registry import TASK_TYPES
 
-    tool = _tool("export_saved_model")
+    tool = _tool("export")
     warmup = tmp_path / "warmup.txt"
     warmup.write_text("a fine film\tits pair\nanother one\n", encoding="utf-8")
     out = str(tmp_path / "out")

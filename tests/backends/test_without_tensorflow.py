@@ -56,4 +56,5 @@ def test_models_and_converters_work_without_tensorflow(tmp_path):
     assert results["errors"] == {
         name: f"`{name}` {NEEDS_TENSORFLOW}" for name in ("AlbertTokenizer", "export_for_serving")
     }
-    assert results["tool"] == [1, [f"error: `tools/export_saved_model.py` {NEEDS_TENSORFLOW}"]]
+    for name in ("tool", "command"):
+        assert results[name] == [1, [f"error: `keras-albert export` {NEEDS_TENSORFLOW}"]], name

@@ -540,18 +540,13 @@ def test_client_sends_task_inputs_over_rest(task_served):
     """`send_inputs` (and the tool's --fields) build the task requests TF Serving's REST API
     takes; a local server answering with the session loader gives the harness's answers."""
     import http.server
-    import importlib.util
     import threading
 
+    from keras_albert.commands import command_module
     from keras_albert.export.client import send_inputs
     from tests.export.serving_harness import Servable
 
-    spec = importlib.util.spec_from_file_location(
-        "serving_client_tool", DATA.parent.parent / "tools" / "serving_client.py"
-    )
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
-    fields_columns = tool.fields_columns
+    fields_columns = command_module("client").fields_columns
 
     servables = {name: Servable(task_served["exports"][name]["path"]) for name in ("squad", "race")}
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import keras_albert
+from keras_albert.commands import command_module
 from keras_albert.convert import MODEL_KINDS, load_checkpoint
 from keras_albert.export import serving_module
 from keras_albert.finetuning.task_choice import choose_task, options_from_flags
@@ -99,11 +100,11 @@ def test_reachable_from_load_checkpoint_and_the_export(task_type, tmp_path):
     model = load_checkpoint(str(config), model=task_type.name, num_classes=3)
     assert isinstance(model, task_type.model_class) and task_type_of(model) is task_type
     assert task_type.name in MODEL_KINDS
-    export_tool = runpy.run_path(str(TOOLS / "export_saved_model.py"))
-    parser = export_tool["build_parser"]()
+    export_command = command_module("export")
+    parser = export_command.build_parser()
     assert parser.parse_args(["c", "--model", task_type.name]).model == task_type.name
     if task_type.export_options is not None:
-        own = export_tool["task_options_from_args"](parser.parse_args(["c"]))[task_type.name]
+        own = export_command.task_options_from_args(parser.parse_args(["c"]))[task_type.name]
         assert own == task_type.export_options()
     module = serving_module(model, AlbertTokenizer(ALBERT_SPM), max_sequence_length=128)
     assert isinstance(module, task_type.serving_module_class())

@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 from sentencepiece import sentencepiece_model_pb2
 
+from keras_albert.commands import command_module
 from keras_albert.text.sentencepiece_trainer import (
     ALBERT_USER_DEFINED_SYMBOLS,
     train_sentencepiece,
@@ -114,10 +115,8 @@ def test_command_line_tool(tmp_path, monkeypatch, capsys):
 
 
 def test_tool_has_one_flag_per_option():
-    tool = runpy.run_path(
-        str(pathlib.Path(__file__).resolve().parents[2] / "tools" / "train_tokenizer.py")
-    )
-    check_tool_flags(tool["build_parser"](), tool["TokenizerToolOptions"])
+    command = command_module("train-tokenizer")
+    check_tool_flags(command.build_parser(), command.TokenizerToolOptions)
 
 
 def test_trainer_log_only_when_verbose_and_binary_input_is_refused(tmp_path, capfd):

@@ -1,12 +1,10 @@
-"""tools/pretrain.py and tools/finetune.py: one flag per option field, the dataclass's
+"""`keras-albert pretrain` and `keras-albert finetune`: one flag per option field, the dataclass's
 defaults, the original run_pretraining.py flags as aliases."""
-
-import runpy
-from pathlib import Path
 
 import pytest
 
 from keras_albert.cli import options_from_args
+from keras_albert.commands import command_module
 from keras_albert.finetuning.options import FinetuningOptions
 from keras_albert.finetuning.task_choice import options_from_flags
 from keras_albert.pretraining.options import PretrainingOptions
@@ -16,15 +14,13 @@ from keras_albert.tasks.question_answering.options import QuestionAnsweringOptio
 from keras_albert.tasks.registry import TASK_TYPES
 from tests.tool_flags import check_tool_flags
 
-TOOLS = Path(__file__).resolve().parents[2] / "tools"
-
 
 def _tool(name):
-    return runpy.run_path(str(TOOLS / name))
+    return vars(command_module(name))
 
 
 def test_pretrain_tool_flags_and_aliases():
-    tool = _tool("pretrain.py")
+    tool = _tool("pretrain")
     parser = tool["build_parser"]()
     aliases = {**tool["ALIASES"], "strategy": ("--use_tpu",)}
     check_tool_flags(parser, PretrainingOptions, aliases=aliases)
@@ -64,7 +60,7 @@ def test_pretrain_tool_flags_and_aliases():
 
 
 def test_finetune_tool_flags():
-    parser = _tool("finetune.py")["build_parser"]()
+    parser = _tool("finetune")["build_parser"]()
     task_options = tuple(t.options for t in TASK_TYPES if t.options is not None)
     check_tool_flags(parser, FinetuningOptions, given_only=task_options)
     args = parser.parse_args(

@@ -1,12 +1,12 @@
-"""tools/create_pretraining_data.py: flags reach the library, the summary is printed."""
+"""`keras-albert create-data`: flags reach the library, the summary is printed."""
 
-import importlib.util
 import os
 
 import pytest
 import tensorflow as tf
 
 from keras_albert.cli import ToolError, options_from_args
+from keras_albert.commands import command_module
 from keras_albert.pretraining.data import PretrainingDataConfig
 from tests.pretraining.data._helpers import AUSTEN, REPO
 from tests.text._paths import ALBERT_SPM
@@ -15,11 +15,7 @@ from tests.tool_flags import check_tool_flags
 
 @pytest.fixture
 def tool():
-    path = os.path.join(REPO, "tools", "create_pretraining_data.py")
-    spec = importlib.util.spec_from_file_location("create_pretraining_data_cli", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return command_module("create-data")
 
 
 def test_every_option_has_one_flag_and_the_original_aliases(tool):
