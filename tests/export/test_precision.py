@@ -177,7 +177,6 @@ def test_each_precision_is_close_to_the_float32_model(served, model, precision):
         assert error > 1e-5, (precision, error)
 
 
-
 def test_shallower_export_equals_k_passes_of_the_keras_backbone(served, model):
     # The float32 Keras model's own layers, the shared block applied SHALLOW_DEPTH times.
     backbone = model.backbone
