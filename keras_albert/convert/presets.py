@@ -1,5 +1,6 @@
 """`from_preset`: a model class's `from_preset(source)`, with its weights, config and the
-tokenizer its task type's preprocessor needs, from anything `load_checkpoint` reads.
+tokenizer its task type's preprocessor needs, from anything `load_checkpoint` reads; and
+`save_to_preset`, a model's (with its tokenizer) as a keras-hub preset.
 
 The models call it through `keras_albert.models.task.register_preset_loader` (models import
 no converter); `import keras_albert` registers it.
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import os
 
+from keras_albert.convert.keras_hub import write_keras_hub_preset
 from keras_albert.convert.resolve import load_checkpoint
 from keras_albert.convert.vocabulary import require_vocabulary, resolve_normalization
 from keras_albert.models.task import register_preset_loader
@@ -72,4 +74,22 @@ def from_preset(
     return model
 
 
-register_preset_loader(from_preset)
+def save_to_preset(model, directory: str | os.PathLike) -> None:
+    """Writes `model` (a backbone, a classifier or a pretrainer), and the tokenizer of the
+    preprocessor it carries, as a keras-hub preset directory (`write_keras_hub_preset`): the
+    one writer of the conversion tool's `--format keras_hub` and of `model.save_to_preset`."""
+    preprocessor = getattr(model, "preprocessor", None)
+    if preprocessor is None:
+        write_keras_hub_preset(model, directory)
+        return
+    tokenizer = preprocessor.tokenizer
+    write_keras_hub_preset(
+        model,
+        directory,
+        vocabulary=tokenizer.serialized_model,
+        lowercase=tokenizer.lowercase,
+        strip_accents=tokenizer.strip_accents,
+    )
+
+
+register_preset_loader(from_preset, save_to_preset)

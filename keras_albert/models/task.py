@@ -5,24 +5,29 @@ import keras
 
 from keras_albert.models.functional import FunctionalModel
 
-# `from_preset`'s implementation, set by `keras_albert.convert.presets` (the converters read
-# the models; the models do not import them).
+# `from_preset`'s and `save_to_preset`'s implementations, set by `keras_albert.convert.presets`
+# (the converters read the models; the models do not import them).
 _preset_loaders = {}
 
 
-def register_preset_loader(load) -> None:
-    """Sets the function behind `AlbertTask.from_preset` and `AlbertBackbone.from_preset`:
-    `load(model_class, source, **kwargs)`."""
-    _preset_loaders["load"] = load
+def register_preset_loader(load, save) -> None:
+    """Sets the functions behind `from_preset` (`load(model_class, source, **kwargs)`) and
+    `save_to_preset` (`save(model, directory)`)."""
+    _preset_loaders.update(load=load, save=save)
+
+
+def registered(name: str):
+    """The registered "load" or "save" function."""
+    if not _preset_loaders:  # `import keras_albert` registers them
+        import importlib
+
+        importlib.import_module("keras_albert")
+    return _preset_loaders[name]
 
 
 def load_preset(model_class, source, **kwargs):
     """`model_class.from_preset(source, **kwargs)`, through the registered loader."""
-    if "load" not in _preset_loaders:  # `import keras_albert` registers it
-        import importlib
-
-        importlib.import_module("keras_albert")
-    return _preset_loaders["load"](model_class, source, **kwargs)
+    return registered("load")(model_class, source, **kwargs)
 
 
 class AlbertTask(FunctionalModel):
@@ -49,6 +54,13 @@ class AlbertTask(FunctionalModel):
         """This model with the weights, config and tokenizer of `source` (anything
         `keras_albert.load_checkpoint` reads); see `keras_albert.convert.presets.from_preset`."""
         return load_preset(cls, source, **kwargs)
+
+    def save_to_preset(self, directory) -> None:
+        """Writes the model, and the tokenizer of the preprocessor it carries, as a keras-hub
+        preset directory, which this class's `from_preset` and keras-hub's `from_preset`
+        (`AlbertTextClassifier`, `AlbertMaskedLM`) both load; see
+        `keras_albert.convert.presets.save_to_preset`."""
+        registered("save")(self, directory)
 
     def task_config(self) -> dict:
         return {}

@@ -5,6 +5,7 @@ tokenizer, and exports alone to a string-in SavedModel whose answers equal `pred
 import shutil
 
 import keras
+import keras_hub
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -116,3 +117,17 @@ def test_a_model_without_a_preprocessor_needs_a_tokenizer_to_export(tmp_path):
         export_for_serving(model, base_dir=tmp_path)
     with pytest.raises(ValueError, match="Received: sequence_length=2"):
         AlbertClassifierPreprocessor(AlbertTokenizer(ALBERT_MODEL), sequence_length=2)
+
+
+# Cased, accented and punctuated: the preset's tokenizer normalizes as ours does.
+KERAS_HUB_SENTENCES = ["Café Müller's AMAZING film!", "A naïve, dull rôle.", "  Twice   spaced  "]
+
+
+def test_save_to_preset_loads_in_keras_hub_and_here_with_the_same_logits(checkpoint, tmp_path):
+    model = AlbertClassifier.from_preset(checkpoint)
+    expected = model.predict(KERAS_HUB_SENTENCES, verbose=0)
+    model.save_to_preset(tmp_path / "preset")
+    theirs = keras_hub.models.AlbertTextClassifier.from_preset(str(tmp_path / "preset"))
+    np.testing.assert_allclose(theirs.predict(KERAS_HUB_SENTENCES, verbose=0), expected, atol=1e-5)
+    ours = AlbertClassifier.from_preset(tmp_path / "preset")
+    np.testing.assert_allclose(ours.predict(KERAS_HUB_SENTENCES, verbose=0), expected, atol=1e-5)
