@@ -1,0 +1,95 @@
+"""A benchmark with TensorFlow's oneDNN kernels off and on, in alternating processes.
+
+TensorFlow decides once per process whether it runs oneDNN (`TF_ENABLE_ONEDNN_OPTS`; by
+default on only on AVX512-VNNI/BF16, AVX-VNNI and AMX CPUs), so the two settings cannot share
+a process: this runs the benchmark (`--benchmark`, a module of this package taking
+`--results-json`) as a subprocess per setting, the settings alternating `--repeats` times so
+that a change in the machine's load hits both alike, and the GEMM roof of each setting in the
+same processes' order. Prints each setting's medians (the median over its repeats) and the
+ratio of on to off; writes one JSON with every process's raw results.
+
+    python -m benchmarks.onednn_on_off --repeats 2 -- --rounds 3 --steps-per-round 3
+    python -m benchmarks.onednn_on_off --benchmark pretraining_step --repeats 2
+"""
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+from benchmarks import prelude  # isort: skip  (first: sets the environment)
+
+SETTINGS = ("0", "1")
+ROOF = (
+    "import json, sys; from benchmarks.roofs import gemm_roof; "
+    "from keras_albert.cpu import onednn_enabled; "
+    "print(json.dumps({'gflops': gemm_roof('float32'), 'onednn': onednn_enabled()}))"
+)
+
+
+def run_once(benchmark: str, setting: str, arguments: list[str]) -> dict:
+    """One process of `benchmark` with `TF_ENABLE_ONEDNN_OPTS=setting`: its results JSON, and
+    the GEMM roof measured by another process right after."""
+    environment = {**os.environ, "TF_ENABLE_ONEDNN_OPTS": setting}
+    with tempfile.TemporaryDirectory() as directory:
+        path = os.path.join(directory, "results.json")
+        command = [sys.executable, "-m", f"benchmarks.{benchmark}", "--results-json", path]
+        subprocess.run([*command, *arguments], cwd=prelude.REPOSITORY, env=environment, check=True)
+        with open(path, encoding="utf-8") as file:
+            record = json.load(file)
+    roof = subprocess.run(
+        [sys.executable, "-c", ROOF],
+        cwd=prelude.REPOSITORY,
+        env=environment,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    record["gemm_roof"] = json.loads(roof.stdout.strip().splitlines()[-1])
+    return record
+
+
+def main() -> None:
+    parser = prelude.parser(__file__, __doc__.splitlines()[0])
+    parser.add_argument("--benchmark", default="encoder_forward")
+    parser.add_argument("--repeats", type=int, default=2, help="processes per setting")
+    parser.add_argument("arguments", nargs="*", help="the benchmark's own flags, after --")
+    args = parser.parse_args()
+    prelude.header()
+    runs = {setting: [] for setting in SETTINGS}
+    for _ in range(args.repeats):
+        for setting in SETTINGS:
+            runs[setting].append(run_once(args.benchmark, setting, args.arguments))
+    summary = {}
+    for setting, records in runs.items():
+        names = records[0]["results"]["medians"]
+        summary[setting] = {
+            "onednn": records[0]["machine"]["onednn"],
+            "medians": {
+                name: statistics.median(r["results"]["medians"][name] for r in records)
+                for name in names
+            },
+            "gemm_roof_gflops": statistics.median(r["gemm_roof"]["gflops"] for r in records),
+        }
+    print(f"{args.benchmark}, {args.repeats} processes per setting, alternating:")
+    for setting, values in summary.items():
+        figures = ", ".join(f"{name} {value:.2f}" for name, value in values["medians"].items())
+        print(
+            f"  TF_ENABLE_ONEDNN_OPTS={setting} (oneDNN {values['onednn']}): {figures}; "
+            f"GEMM roof {values['gemm_roof_gflops']:.1f} GFLOP/s"
+        )
+    ratios = {
+        name: summary["1"]["medians"][name] / summary["0"]["medians"][name]
+        for name in summary["0"]["medians"]
+    }
+    print("  oneDNN on / off: " + ", ".join(f"{n} {r:.2f}x" for n, r in ratios.items()))
+    prelude.write_results(
+        args.results_json,
+        {"options": vars(args), "summary": summary, "on_over_off": ratios, "runs": runs},
+    )
+
+
+if __name__ == "__main__":
+    main()
