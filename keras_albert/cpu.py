@@ -16,6 +16,9 @@ FAST_LOW_PRECISION_FEATURES = (
 # Those for which TensorFlow turns its oneDNN rewrite on by default (x86-64 Linux); without
 # any (AVX2-only CPUs such as AMD Zen 3), `TF_ENABLE_ONEDNN_OPTS=1` turns it on.
 ONEDNN_DEFAULT_FEATURES = ("avx512_vnni", "avx512_bf16", "avx_vnni", "amx_int8", "amx_bf16")
+# Those without which TensorFlow's oneDNN rewrite leaves bfloat16 ops to Eigen even where oneDNN
+# runs (TensorFlow's `IsBF16SupportedByOneDNNOnThisCPU`: AVX-512 or AVX-NE-CONVERT).
+ONEDNN_BFLOAT16_FEATURES = ("avx512f", "avx_ne_convert")
 # Those that multiply bfloat16 natively.
 BFLOAT16_FEATURES = ("avx512_bf16", "amx_bf16")
 
@@ -41,7 +44,10 @@ def cpu_features(path: str = "/proc/cpuinfo") -> dict:
         "model_name": fields.get("model name", "unknown"),
         "family": numbers.get("cpu family"),
         "model": numbers.get("model"),
-        "flags": {name: name in flags for name in ("avx2", "fma", *FAST_LOW_PRECISION_FEATURES)},
+        "flags": {
+            name: name in flags
+            for name in ("avx2", "fma", "avx_ne_convert", *FAST_LOW_PRECISION_FEATURES)
+        },
     }
 
 
@@ -64,3 +70,12 @@ def onednn_enabled() -> bool:
     except ImportError:  # without TensorFlow, or one without the module
         return False
     return bool(_pywrap_util_port.IsMklEnabled())
+
+
+def onednn_runs_bfloat16(path: str = "/proc/cpuinfo") -> bool:
+    """Whether oneDNN's kernels take bfloat16 ops too (`_MklLayerNorm`, `_MklSoftmax` in
+    bfloat16, computing in float32 inside): oneDNN runs (`onednn_enabled`) and the CPU has one of
+    `ONEDNN_BFLOAT16_FEATURES`; elsewhere Eigen's bfloat16 kernels run (an AVX2-only CPU with
+    `TF_ENABLE_ONEDNN_OPTS=1` included)."""
+    flags = cpu_features(path)["flags"]
+    return onednn_enabled() and any(flags.get(name) for name in ONEDNN_BFLOAT16_FEATURES)

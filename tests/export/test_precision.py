@@ -28,7 +28,7 @@ from tests.layers.served_kernels import (
     BFLOAT16_UNIT_ROUNDOFF,
     EIGEN_LAYER_NORM_ROUNDINGS,
     EIGEN_SOFTMAX_ROUNDINGS,
-    ONEDNN,
+    ONEDNN_BFLOAT16,
 )
 from tests.text.text_data import load_sst2_dev
 
@@ -61,7 +61,7 @@ SHALLOW_DEPTH = 1
 # Measured: float32 8e-7; bfloat16 0.019 with oneDNN (Intel Sapphire Rapids, AMD Zen 4 and 5),
 # 0.031 without (the same on a Sapphire Rapids with TF_ENABLE_ONEDNN_OPTS=0 and on an AVX2-only
 # AMD Zen 3: Eigen's arithmetic does not depend on the CPU).
-BFLOAT16_ROUNDINGS = {  # oneDNN runs: (per pass, outside the block)
+BFLOAT16_ROUNDINGS = {  # oneDNN runs the bfloat16 ops: (per pass, outside the block)
     True: (8, 5),
     False: (
         4 * 2 + 2 * (EIGEN_LAYER_NORM_ROUNDINGS + 1) + EIGEN_SOFTMAX_ROUNDINGS + 1 + 1 + 5,
@@ -76,7 +76,7 @@ def bfloat16_tolerance(onednn: bool) -> float:
     return 3 * BFLOAT16_UNIT_ROUNDOFF / math.sqrt(3) * math.sqrt(roundings)
 
 
-TOLERANCES = {"float32": 1e-5, "bfloat16": bfloat16_tolerance(ONEDNN)}
+TOLERANCES = {"float32": 1e-5, "bfloat16": bfloat16_tolerance(ONEDNN_BFLOAT16)}
 
 
 @pytest.fixture(scope="module")

@@ -141,7 +141,8 @@ def test_bfloat16_pass_stays_within_its_kernel_budget(exports, batch_size, lengt
     per_pass, total = _per_pass(exports, "bfloat16", batch_size, length)
     # The float32 ↔ bfloat16 casts are of the whole batch at the ends of the pass, never per
     # row: as many at 8 × 128 as oneDNN's pass has.
-    if not ONEDNN:  # Eigen: each multiply then its bias; the LayerNorms element-wise
+    if not ONEDNN:  # Eigen (by default on AVX2-only CPUs): each multiply then its bias, the
+        # LayerNorms element-wise
         assert per_pass["MatMul"] == FUSED_MULTIPLIES_PER_PASS, per_pass
         assert per_pass["BiasAdd"] == FUSED_MULTIPLIES_PER_PASS - 1, per_pass
         assert per_pass["Rsqrt"] == 2 and per_pass["Cast"] <= (10 if length < 64 else 2), per_pass

@@ -11,10 +11,12 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_albert.cpu import onednn_enabled
+from keras_albert.cpu import onednn_enabled, onednn_runs_bfloat16
 from keras_albert.serving.precision import ModelCall
 
 ONEDNN = onednn_enabled()
+# Whether oneDNN's kernels take the bfloat16 ops too (AVX-512 CPUs); without, Eigen's run them.
+ONEDNN_BFLOAT16 = onednn_runs_bfloat16()
 # A Dense multiply with its bias (and, with oneDNN, its GELU) in one kernel.
 FUSED_MATMUL = "_MklNativeFusedMatMul" if ONEDNN else "_FusedMatMul"
 

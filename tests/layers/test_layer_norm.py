@@ -6,7 +6,11 @@ import pytest
 import tensorflow as tf
 
 from keras_albert.layers.layer_norm import FUSED_MIN_ROWS, LayerNorm, constant_weights
-from tests.layers.served_kernels import ONEDNN, assert_within_eigen_layer_norm, served_kernels
+from tests.layers.served_kernels import (
+    ONEDNN_BFLOAT16,
+    assert_within_eigen_layer_norm,
+    served_kernels,
+)
 
 FEW, MANY = (2, 7), (2, FUSED_MIN_ROWS)  # rows below the fused kernel's threshold, and above
 
@@ -51,7 +55,7 @@ def _assert_one_rounding_apart(actual, reference, dtype):
 def _assert_served_fused_form(served, layer, theirs, x):
     # oneDNN's kernel computes in float32 and rounds once; Eigen's kernels (without oneDNN)
     # round every step of the fused form to bfloat16.
-    if ONEDNN:
+    if ONEDNN_BFLOAT16:
         _assert_one_rounding_apart(served, _as_float32(theirs(x)), "bfloat16")
     else:
         weights = [_as_float32(weight) for weight in (layer.gamma, layer.beta)]
@@ -85,7 +89,7 @@ def test_rows_known_only_when_run_choose_the_same_way(rows):
 def test_served_many_rows_run_one_fused_kernel_and_few_rows_keras_graph():
     x, (layer, theirs) = _pair("bfloat16", width=64, rows=MANY)
     many, result = served_kernels(layer, x)
-    if ONEDNN:
+    if ONEDNN_BFLOAT16:
         assert "_MklLayerNorm" in many and "Rsqrt" not in many, sorted(many)
     else:  # Eigen has no LayerNorm kernel: the fused form's element-wise kernels
         assert "_MklLayerNorm" not in many and "Rsqrt" in many, sorted(many)
@@ -135,7 +139,7 @@ def test_served_bfloat16_fused_kernel_takes_the_bfloat16_rows_without_casts():
     # oneDNN's kernel computes in float32 inside and rounds once.
     x, (layer, theirs) = _pair("bfloat16", width=64, rows=MANY)
     kernels, served = served_kernels(layer, x)
-    assert ("_MklLayerNorm" in kernels) == ONEDNN, sorted(kernels)
+    assert ("_MklLayerNorm" in kernels) == ONEDNN_BFLOAT16, sorted(kernels)
     _assert_served_fused_form(_as_float32(served), layer, theirs, x)
     spec = tf.TensorSpec([None, None, 64], "bfloat16")
     with constant_weights():

@@ -17,7 +17,7 @@ from keras_albert.layers import (
 from keras_albert.layers.layer_norm import constant_weights
 from tests.export.serving_harness import integer_transposes
 from tests.helpers import check_layer_roundtrips, random_inputs
-from tests.layers.served_kernels import ONEDNN, assert_within_eigen_softmax, served_kernels
+from tests.layers.served_kernels import ONEDNN_BFLOAT16, assert_within_eigen_softmax, served_kernels
 
 EPSILON = 1e-12
 
@@ -134,7 +134,7 @@ def test_served_bfloat16_softmax_is_the_float32_softmax_rounded_once_where_onedn
         graph = tf.function(attention._softmax).get_concrete_function(spec).graph
     assert {op.type for op in graph.get_operations()} == {"Placeholder", "Softmax", "Identity"}
     kernels, served = served_kernels(layer, scores)
-    assert ("_MklSoftmax" if ONEDNN else "Softmax") in kernels, sorted(kernels)
+    assert ("_MklSoftmax" if ONEDNN_BFLOAT16 else "Softmax") in kernels, sorted(kernels)
     trained = layer(scores)  # outside serving: the explicit float32 softmax
     rounded_scores = ops.cast(ops.cast(scores, "bfloat16"), "float32")
     exact = keras.ops.softmax(rounded_scores, axis=-1)
@@ -143,7 +143,7 @@ def test_served_bfloat16_softmax_is_the_float32_softmax_rounded_once_where_onedn
         np.asarray(ops.cast(ops.cast(exact, "bfloat16"), "float32")),
     )
     served = np.asarray(ops.cast(served, "float32"))
-    if ONEDNN:
+    if ONEDNN_BFLOAT16:
         np.testing.assert_array_equal(served, np.asarray(ops.cast(trained, "float32")))
     else:  # Eigen's kernel computes in bfloat16: within that arithmetic's bound
         assert not np.array_equal(served, np.asarray(ops.cast(trained, "float32")))
