@@ -89,7 +89,8 @@ def check_layer_roundtrips(layer, call_args, tmp_path, atol=1e-6):
 
 
 def check_model_roundtrips(model, inputs, tmp_path, atol=1e-6):
-    """Config round trip and `.keras` save/load with equal outputs for a whole model."""
+    """Config round trip and `.keras` save/load with equal outputs for a whole model; returns
+    the loaded model."""
     expected = model(inputs)
     clone = model.__class__.from_config(model.get_config())
     assert clone.get_config() == model.get_config()
@@ -98,6 +99,7 @@ def check_model_roundtrips(model, inputs, tmp_path, atol=1e-6):
     restored = keras.models.load_model(path)
     assert type(restored) is type(model)
     assert_allclose_tree(restored(inputs), expected, atol=atol)
+    return restored
 
 
 def ner_task(data: str, tokenizer=None, **options):

@@ -75,7 +75,12 @@ def _encoder_models(model: keras.Model) -> tuple[AlbertBackbone, AlbertPretraine
             f"encoder. Received: model={type(model).__name__}"
         )
     source = model if task == "backbone" else model.backbone
-    config = {**source.get_config(), "output_all_layers": True, "dtype": "float32"}
+    config = {
+        **source.get_config(),
+        "output_all_layers": True,
+        "remat": False,  # the training graph exported is a plain model's, as its inference
+        "dtype": "float32",
+    }
     backbone = AlbertBackbone.from_config(config)
     if task == "backbone":
         backbone.set_weights(source.get_weights())

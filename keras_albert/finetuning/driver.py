@@ -105,6 +105,7 @@ RUN_FREE_OPTIONS = (
     "precision",
     "steps_per_execution",
     "jit_compile",
+    "remat",
     "verbose",
     "checkpoint_every_steps",
     "keep_checkpoints",
@@ -257,6 +258,7 @@ def _build_model(options: FinetuningOptions, strategy, run: _CheckedRun, plan: P
         # `init_checkpoint`'s backbone (any head dropped), or a fresh one of the architecture.
         source = options.init_checkpoint or options.preset or options.config
         backbone = load_checkpoint(source, model="backbone").with_dtype_policy(run.policy)
+        backbone = backbone.with_remat(options.remat)
         config = backbone.albert_config
         if config.vocabulary_size != run.tokenizer.vocabulary_size:
             raise ValueError(

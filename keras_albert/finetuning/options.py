@@ -15,6 +15,7 @@ from keras_albert.cli import VOCABULARY_METADATA, parse_bool_or_auto, parse_int_
 from keras_albert.finetuning.elastic_depth import parse_depths
 from keras_albert.training.precision import PRECISIONS
 from keras_albert.validation import (
+    require_bool,
     require_exactly_one,
     require_int,
     require_number,
@@ -94,6 +95,10 @@ class FinetuningOptions:
             another.
         steps_per_execution: train steps per `tf.function` call.
         jit_compile: auto, true or false: XLA for the train step (auto: on GPUs and TPUs).
+        remat: recompute each application of the shared transformer block in the backward
+            pass instead of keeping its activations (gradient checkpointing,
+            `AlbertBackbone(remat=True)`): less memory for a second forward pass through the
+            blocks; the same gradients.
         seed: seed of weights initialization and shuffling.
         verbose: 0: quiet; 1: before each evaluation a heading, then its steps: a progress
             bar on a terminal, elsewhere (a log file, a pipe) one line every few steps (about
@@ -150,6 +155,7 @@ class FinetuningOptions:
     jit_compile: bool | str = dataclasses.field(
         default="auto", metadata={"parse": parse_bool_or_auto}
     )
+    remat: bool = False
     seed: int = 0
     verbose: int = dataclasses.field(default=1, metadata=_VERBOSITY)
     elastic_depths: tuple[int, ...] | None = dataclasses.field(
@@ -192,6 +198,7 @@ class FinetuningOptions:
         require_int("keep_checkpoints", self.keep_checkpoints, 1)
         require_one_of("force", self.force, (True, False))
         require_one_of("group_by_length", self.group_by_length, (True, False))
+        require_bool("remat", self.remat)
         if self.group_by_length and self.pad_to_multiple_of is None:
             raise ValueError(
                 "`group_by_length` must come with `pad_to_multiple_of` (grouping saves time "

@@ -12,6 +12,7 @@ from keras import ops
 from keras_albert.layers.activations import get_activation
 from keras_albert.layers.dropout import ReplicaDropout
 from keras_albert.layers.layer_norm import LayerNorm, normalization_dtype
+from keras_albert.layers.remat import Rematerialized
 from keras_albert.validation import (
     require_divisible,
     require_positive_int,
@@ -40,7 +41,7 @@ def _tokens(x):
 
 
 @keras.saving.register_keras_serializable(package="keras_albert")
-class SelfAttention(keras.layers.Layer):
+class SelfAttention(Rematerialized):
     """Multi-head self-attention with its residual and LayerNorm: LN(x + drop(W_o·attn(x))).
 
     Scores are q·kᵀ / sqrt(head_dim); padded keys get -10000 before the softmax, which is
@@ -170,7 +171,7 @@ class SelfAttention(keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package="keras_albert")
-class FeedForward(keras.layers.Layer):
+class FeedForward(Rematerialized):
     """Position-wise feed-forward with its residual and LayerNorm: LN(x + drop(W2·act(W1·x))).
 
     Args:
@@ -245,7 +246,7 @@ class FeedForward(keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package="keras_albert")
-class TransformerEncoder(keras.layers.Layer):
+class TransformerEncoder(Rematerialized):
     """One post-LayerNorm transformer encoder block: `FeedForward(SelfAttention(x))`.
 
     This layer knows nothing of sharing: ALBERT shares it by calling the same object at

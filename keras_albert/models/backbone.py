@@ -1,5 +1,7 @@
 """`AlbertBackbone`: factorized embedding → shared transformer blocks → pooler."""
 
+import contextlib
+
 import keras
 
 from keras_albert.config import AlbertConfig, get_preset
@@ -11,7 +13,7 @@ from keras_albert.layers import (
 )
 from keras_albert.models.cast_once import cast_once
 from keras_albert.models.functional import FunctionalModel
-from keras_albert.validation import require_int
+from keras_albert.validation import require_bool, require_int
 
 # The layers `enable_lora` adapts by default: every weight matrix of the backbone, the V×E
 # token table among them. ALBERT keeps most of its parameters in that table (68 % of the main
@@ -58,6 +60,13 @@ class AlbertBackbone(FunctionalModel):
     float32 and `get_config` would save float32), so task heads built on
     `backbone.dtype_policy` share it.
 
+    With `remat=True` every application of an encoder layer (the shared block, each time) is
+    rematerialized in training: the backward pass recomputes its activations from its input
+    instead of keeping them, so a step keeps one `(batch, seq, H)` input per application and
+    not every intermediate of all `num_layers`, at the cost of a second forward pass through
+    the blocks. The gradients are the same, dropout included (`keras_albert.layers.remat`);
+    inference and exports are unaffected.
+
     Depth-elastic: with `sharing="all"`, `at_depth(k)` is the same weights applied `k`
     times instead of `num_layers` (a backbone configured with `num_layers=k`; with groups,
     layer i of k runs group `i * num_groups // k`, so every group is still used in order,
@@ -71,6 +80,8 @@ class AlbertBackbone(FunctionalModel):
         attention_dropout, activation, initializer_range, layer_norm_epsilon, sharing),
         validated by it.
         output_all_layers: bool, also output every layer's sequence output.
+        remat: bool, rematerialize (gradient checkpointing) every application of an encoder
+            layer in training.
         dtype: a dtype or `keras.DTypePolicy` for the whole model.
 
     Example:
@@ -102,9 +113,11 @@ class AlbertBackbone(FunctionalModel):
         layer_norm_epsilon=1e-12,
         sharing="all",
         output_all_layers=False,
+        remat=False,
         dtype=None,
         **kwargs,
     ):
+        require_bool("remat", remat)
         config = AlbertConfig(
             vocabulary_size=vocabulary_size,
             embedding_dim=embedding_dim,
@@ -139,7 +152,7 @@ class AlbertBackbone(FunctionalModel):
         )
         # One entry per application, in order. The same object appearing at several depths IS
         # the weight sharing; `encoder_layers` lists the distinct objects.
-        self.encoder_steps = _encoder_steps(config, dtype)
+        self.encoder_steps = _encoder_steps(config, dtype, remat)
         self.pooler = keras.layers.Dense(
             config.hidden_dim,
             activation="tanh",
@@ -183,6 +196,7 @@ class AlbertBackbone(FunctionalModel):
             self.dtype_policy = dtype
         self.albert_config = config
         self.output_all_layers = output_all_layers
+        self.remat = remat
 
     def call(self, inputs, training=None, mask=None, **kwargs):
         if self.compute_dtype == self.variable_dtype:  # float32, or served in bfloat16
@@ -285,12 +299,7 @@ class AlbertBackbone(FunctionalModel):
         parameter count does not depend on the depth, so every weight carries over.
         """
         self.check_depth(num_layers)
-        config = self.get_config()
-        config["num_layers"] = num_layers
-        config["name"] = f"{self.name}_depth_{num_layers}"
-        shallower = type(self).from_config(config)
-        shallower.set_weights(self.get_weights())
-        return shallower
+        return self._copy(num_layers=num_layers, name=f"{self.name}_depth_{num_layers}")
 
     @classmethod
     def from_albert_config(cls, config: AlbertConfig, **kwargs) -> "AlbertBackbone":
@@ -319,7 +328,17 @@ class AlbertBackbone(FunctionalModel):
         policy = keras.DTypePolicy(dtype) if isinstance(dtype, str) else dtype
         if policy.name == self.dtype_policy.name:
             return self
-        copy = type(self).from_config({**self.get_config(), "dtype": policy})
+        return self._copy(dtype=policy)
+
+    def with_remat(self, remat: bool) -> "AlbertBackbone":
+        """This backbone with `remat` (see the class docstring): itself when it already has
+        it, else a copy with the same weights."""
+        require_bool("remat", remat)
+        return self if remat == self.remat else self._copy(remat=remat)
+
+    def _copy(self, **changes) -> "AlbertBackbone":
+        """A new backbone of this configuration with `changes`, holding a copy of these weights."""
+        copy = type(self).from_config({**self.get_config(), **changes})
         copy.set_weights(self.get_weights())
         return copy
 
@@ -327,6 +346,7 @@ class AlbertBackbone(FunctionalModel):
         return {
             **self.albert_config.to_dict(),
             "output_all_layers": self.output_all_layers,
+            "remat": self.remat,
             "name": self.name,
             "trainable": self.trainable,
             "dtype": keras.saving.serialize_keras_object(self.dtype_policy),
@@ -355,8 +375,10 @@ def shared_blocks(config: AlbertConfig) -> list[tuple[int, int, str]]:
     ]
 
 
-def _encoder_steps(config: AlbertConfig, dtype) -> list:
-    """The block (or (attention, feed-forward) pair) applied at each step, in order."""
+def _encoder_steps(config: AlbertConfig, dtype, remat: bool) -> list:
+    """The block (or (attention, feed-forward) pair) applied at each step, in order; with
+    `remat`, each marked for `keras.RematScope` (by its name: not its sublayers, whose
+    recomputation would nest in the block's)."""
 
     common = dict(
         dropout=config.dropout,
@@ -371,16 +393,24 @@ def _encoder_steps(config: AlbertConfig, dtype) -> list:
         intermediate_dim=config.intermediate_dim, activation=config.activation
     )
 
+    def marked(name):
+        if not remat:
+            return contextlib.nullcontext()
+        return keras.RematScope(mode="list_of_layers", layer_names=[name])
+
     def block(name):
-        return TransformerEncoder(
-            **attention_arguments, **feedforward_arguments, **common, name=name
-        )
+        with marked(name):
+            return TransformerEncoder(
+                **attention_arguments, **feedforward_arguments, **common, name=name
+            )
 
     def attention(name):
-        return SelfAttention(**attention_arguments, **common, name=name)
+        with marked(name):
+            return SelfAttention(**attention_arguments, **common, name=name)
 
     def feedforward(name):
-        return FeedForward(**feedforward_arguments, **common, name=name)
+        with marked(name):
+            return FeedForward(**feedforward_arguments, **common, name=name)
 
     num_layers = config.num_layers
     if config.sharing == "all":

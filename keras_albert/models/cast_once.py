@@ -5,8 +5,8 @@ Keras casts a float32 variable to the compute dtype (`mixed_bfloat16`, `mixed_fl
 every read, and `AlbertBackbone` reads its shared block's weights once per pass: ALBERT-base
 cast every kernel and bias 12 times a forward pass, and the backward pass cast their 12
 gradients back to float32. Within `cast_once(variables, dtype)` each of those weights reads as
-ONE tensor, cast when entering (a `keras.StatelessScope` holding it), so all the passes use the
-same cast, and its gradient is cast back once.
+ONE tensor, cast when entering (a `keras.StatelessScope` holding it, `layers.read_as.ReadAs`),
+so all the passes use the same cast, and its gradient is cast back once.
 
 That gradient, the sum of the passes' gradients, is summed in the compute dtype before its cast
 to float32, as PyTorch's autocast cache does; cast per pass, it was summed in float32. Measured
@@ -25,39 +25,7 @@ import contextlib
 
 import keras
 
-
-class _ReadOnce(keras.StatelessScope):
-    """A `keras.StatelessScope` in which the variables of `values` read as the tensors given,
-    and every other variable as outside it; what is assigned within (the dropout layers' seed
-    states) is assigned for real on exit."""
-
-    def __init__(self, values):
-        super().__init__()
-        self._values = {id(variable): value for variable, value in values}
-        self._assigned = {}
-
-    def get_current_value(self, variable):
-        key = id(variable)
-        if key in self.state_mapping:  # assigned within
-            return self.state_mapping[key]
-        if key in self._values:
-            return self._values[key]
-        # As outside: an enclosing scope's value (`Model.stateless_call`), else the variable's.
-        if self.original_scope is not None:
-            return self.original_scope.get_current_value(variable)
-        return None
-
-    def add_update(self, update):
-        variable, _ = update
-        self._assigned[id(variable)] = variable
-        super().add_update(update)
-
-    def __exit__(self, exception_type, *args):
-        super().__exit__(exception_type, *args)
-        if exception_type is None:
-            # A seed generator that does not advance draws the same dropout masks every step.
-            for key, variable in self._assigned.items():
-                variable.assign(self.state_mapping[key])
+from keras_albert.layers.read_as import ReadAs
 
 
 @contextlib.contextmanager
@@ -74,5 +42,5 @@ def cast_once(variables, dtype):
         value = variable.value  # cast here by the enclosing layer's autocast scope
         if keras.backend.standardize_dtype(value.dtype) == dtype:
             values.append((variable, value))
-    with _ReadOnce(values):
+    with ReadAs(values, assign_on_exit=True):
         yield

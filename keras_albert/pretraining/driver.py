@@ -113,6 +113,7 @@ RUN_FREE_OPTIONS = (
     "sequence_length",
     "steps_per_execution",
     "jit_compile",
+    "remat",
     "log_every_steps",
     "checkpoint_every_steps",
     "keep_checkpoints",
@@ -269,7 +270,10 @@ def _build_pretrainer(
     """Returns the model, its optimizer and their training checkpoint, built under
     `strategy.scope()`."""
     with strategy.scope():
-        model = AlbertPretrainer(AlbertBackbone.from_albert_config(run.config, dtype=run.policy))
+        backbone = AlbertBackbone.from_albert_config(
+            run.config, dtype=run.policy, remat=options.remat
+        )
+        model = AlbertPretrainer(backbone)
         optimizer = optimizer_for_precision(build_pretraining_optimizer(options), run.policy)
         # Compiled for what `pretrainer.keras` carries (optimizer, losses), not for training;
         # with the unwrapped optimizer, so that neither depends on the precision.

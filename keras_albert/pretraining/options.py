@@ -13,6 +13,7 @@ from keras_albert.cli import VOCABULARY_METADATA, parse_bool_or_auto
 from keras_albert.training.precision import PRECISIONS
 from keras_albert.validation import (
     require_any,
+    require_bool,
     require_divisible,
     require_exclusive,
     require_given,
@@ -85,6 +86,10 @@ class PretrainingOptions:
             count. Without dynamic masking it must equal the records' count.
         steps_per_execution: train steps per `tf.function` call.
         jit_compile: auto, true or false: XLA for the train step (auto: on GPUs and TPUs).
+        remat: recompute each application of the shared transformer block in the backward
+            pass instead of keeping its activations (gradient checkpointing,
+            `AlbertBackbone(remat=True)`): less memory for a second forward pass through the
+            blocks; the same gradients.
         log_every_steps: steps between logs: progress lines, TensorBoard, history rows.
         checkpoint_every_steps: a multiple of `log_every_steps`.
         keep_checkpoints: how many checkpoints to keep.
@@ -135,6 +140,7 @@ class PretrainingOptions:
     jit_compile: bool | str = dataclasses.field(
         default="auto", metadata={"parse": parse_bool_or_auto}
     )
+    remat: bool = False
     log_every_steps: int = 100
     checkpoint_every_steps: int = 1000
     keep_checkpoints: int = 3
@@ -156,6 +162,7 @@ class PretrainingOptions:
         ):
             require_int(name, getattr(self, name), 1)
         require_int("seed", self.seed, 0)
+        require_bool("remat", self.remat)
         require_int("warmup_steps", self.warmup_steps, 0, optional=True)
         for name in ("eval_steps", "eval_every_steps", "max_predictions_per_sequence"):
             require_int(name, getattr(self, name), 1, optional=True)

@@ -54,11 +54,16 @@ def build(name: str) -> keras.Model:
     """The model `name`, with every weight drawn at random (not LayerNorm's ones and zeros)."""
     keras.utils.set_random_seed(0)
     model = MODELS[name]()
+    randomize(model)
+    return model
+
+
+def randomize(model: keras.Model) -> None:
+    """Every weight of `model` drawn at random, the same on every backend."""
     rng = np.random.default_rng(1)
     for weight in model.weights:
         if "seed_generator" not in weight.path:
             weight.assign(rng.normal(0.0, 0.3, weight.shape).astype(weight.dtype))
-    return model
 
 
 def encoder_inputs(rng, batch_size=BATCH_SIZE) -> dict:
@@ -218,4 +223,111 @@ def export_classifier() -> AlbertClassifier:
         ),
         num_classes=2,
         dropout=0.0,
+    )
+
+
+# Backbones whose gradients with `remat=True` must be those without, on every backend: with
+# dropout (the recomputation must draw the forward pass's masks), groups, a half shared, LoRA
+# (frozen kernels), and mixed precision over two passes (the shared weights' gradients are
+# summed in bfloat16, `cast_once`: over three, the order of the sum, and so its rounding,
+# is not the same with and without remat).
+REMAT_CASES = {
+    "float32": dict(dropout=0.1),
+    "groups": dict(dropout=0.1, num_layers=4, num_groups=2, num_inner_repetitions=2),
+    "sharing_attention": dict(dropout=0.1, sharing="attention"),
+    "lora": dict(dropout=0.1, lora_rank=2),
+    "mixed_bfloat16": dict(dropout=0.1, num_layers=2, dtype="mixed_bfloat16"),
+}
+
+
+def remat_pair(lora_rank: int | None = None, **changes) -> tuple[AlbertBackbone, AlbertBackbone]:
+    """A backbone of random weights (`lora_rank`: with random adapters) and its copy with
+    `remat=True`: the same weights and dropout seeds."""
+    pair = []
+    for remat in (False, True):
+        keras.utils.set_random_seed(0)  # the dropout layers' seeds
+        model = backbone(remat=remat, **changes)
+        if lora_rank is not None:
+            model.enable_lora(lora_rank)
+        randomize(model)
+        pair.append(model)
+    return tuple(pair)
+
+
+def gradient_function(model: AlbertBackbone, inputs: dict, jit_compile: bool | None = False):
+    """A function of no arguments returning the gradients, with respect to
+    `model.trainable_variables`, of a fixed random projection of the backbone's outputs in a
+    training call (dropout on), on any backend (on JAX op by op; on TensorFlow traced, with
+    XLA if `jit_compile`, or eagerly if it is None)."""
+    rng = np.random.default_rng(3)
+    batch_size, sequence_length = inputs["token_ids"].shape
+    hidden_dim = model.albert_config.hidden_dim
+    sequence_projection = keras.ops.convert_to_tensor(
+        rng.normal(size=(batch_size, sequence_length, hidden_dim)), "float32"
+    )
+    pooled_projection = keras.ops.convert_to_tensor(
+        rng.normal(size=(batch_size, hidden_dim)), "float32"
+    )
+
+    def loss(outputs):
+        return keras.ops.sum(
+            keras.ops.cast(outputs["sequence_output"], "float32") * sequence_projection
+        ) + keras.ops.sum(keras.ops.cast(outputs["pooled_output"], "float32") * pooled_projection)
+
+    backend = keras.backend.backend()
+    if backend == "jax":
+        import jax
+
+        def value(trainable):
+            non_trainable = [v.value for v in model.non_trainable_variables]
+            outputs, _ = model.stateless_call(trainable, non_trainable, inputs, training=True)
+            return loss(outputs)
+
+        return lambda: jax.grad(value)([v.value for v in model.trainable_variables])
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        def step():
+            with tf.GradientTape() as tape:
+                value = loss(model(inputs, training=True))
+            return tape.gradient(value, model.trainable_variables)
+
+        return step if jit_compile is None else tf.function(step, jit_compile=jit_compile)
+
+    def step():  # PyTorch
+        for variable in model.trainable_variables:
+            variable.value.grad = None
+        loss(model(inputs, training=True)).backward()
+        return [variable.value.grad for variable in model.trainable_variables]
+
+    return step
+
+
+def remat_difference(jit_compile: bool | None = False, **case) -> float:
+    """The largest difference between the gradients of `remat_pair(**case)`'s two backbones:
+    over the weights, the norm of a weight's difference relative to the norm of its gradient,
+    or to a thousandth of the largest gradient norm if that is larger (the key projection's
+    bias has a gradient of zero in exact arithmetic: the softmax is unchanged by a constant
+    added to a row's scores; its rounding noise has no scale of its own)."""
+    inputs = encoder_inputs(np.random.default_rng(0))
+    gradients = []
+    for model in remat_pair(**case):
+        function = gradient_function(model, inputs, jit_compile)
+        keras.utils.set_random_seed(4)  # PyTorch's dropout draws from its global generator
+        gradients.append(function())
+    # A weight the remat model's tape lost has None (TensorFlow) for gradient.
+    assert all(g is not None for model_gradients in gradients for g in model_gradients)
+    gradients = [
+        [keras.ops.convert_to_numpy(g).astype("float32") for g in model_gradients]
+        for model_gradients in gradients
+    ]
+    floor = 1e-3 * max(np.linalg.norm(g) for g in gradients[0])
+    # np.max, not max: a NaN is the answer, not skipped.
+    return float(
+        np.max(
+            [
+                np.linalg.norm(r - p) / max(np.linalg.norm(p), floor)
+                for p, r in zip(*gradients, strict=True)
+            ]
+        )
     )

@@ -193,6 +193,22 @@ def test_the_run_trains_exactly_train_steps_the_last_stretch_shorter(tiny_config
     assert latest.endswith("ckpt-10")
 
 
+def test_remat_flag_reaches_the_trained_model(tiny_config_path, tmp_path):
+    """`tools/finetune.py --remat`: the run's backbone is rematerialized (its best.keras says
+    so; that it trains as without: tests/models/test_remat.py) and the summary records it."""
+    train_data, eval_data = _task_files("SST-2", tmp_path)
+    output_dir = tmp_path / "run"
+    tool = os.path.join(os.path.dirname(GLUE_DATA), os.pardir, os.pardir, "tools", "finetune.py")
+    argv = ["--task", "SST-2", "--train-data", train_data, "--eval-data", eval_data]
+    argv += ["--config", tiny_config_path, "--vocabulary", ALBERT_MODEL, "--sequence-length", "32"]
+    argv += ["--train-steps", "2", "--batch-size", "4", "--verbose", "0"]
+    argv += ["--output-dir", str(output_dir), "--remat"]
+    assert runpy.run_path(tool)["main"](argv) == 0
+    assert keras.models.load_model(output_dir / "best.keras").backbone.remat is True
+    summary = json.loads((output_dir / "summary.json").read_text())
+    assert summary["options"]["remat"] is True
+
+
 def test_output_to_a_file_is_lines_not_a_bar(tiny_config_path, tmp_path, capsys):
     """verbose 1 with stdout not a terminal (captured here, as in a log file): no bar redraws
     or ANSI escapes, a line every step (stretches of 10: an interval of 1) but the stretches'

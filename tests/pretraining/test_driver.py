@@ -8,6 +8,7 @@ import io
 import json
 import os
 import re
+import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +19,7 @@ import pytest
 import tensorflow as tf
 
 from keras_albert import AlbertBackbone, AlbertPretrainer, load_checkpoint
+from keras_albert.cli import options_from_args
 from keras_albert.pretraining.data.dataset import make_pretraining_dataset
 from keras_albert.pretraining.driver import (
     PretrainingOptions,
@@ -219,6 +221,20 @@ def test_short_fit_learns_and_writes_everything(tmp_path, records):
     # Rerunning a finished run trains nothing and keeps the step.
     again = pretrain(run)
     assert again["resumed_from_step"] == 55 and again["trained_steps_this_run"] == 0
+
+
+def test_remat_reaches_the_model(tmp_path, records):
+    """`--remat` sets `PretrainingOptions.remat`, and the run's model is rematerialized: its
+    pretrainer.keras says so (that it trains as without: tests/models/test_remat.py)."""
+    tool = Path(__file__).resolve().parents[2] / "tools" / "pretrain.py"
+    parser = runpy.run_path(str(tool))["build_parser"]()
+    required = ["--train-data", "d", "--output-dir", "o", "--train-steps", "1", "--batch-size", "8"]
+    required += ["--preset", "albert_base_v2"]
+    assert options_from_args(parser.parse_args([*required, "--remat"]), PretrainingOptions).remat
+    run = options(tmp_path, records, train_steps=2, warmup_steps=1, remat=True)
+    assert pretrain(run)["step"] == 2
+    restored = keras.models.load_model(os.path.join(run.output_dir, "pretrainer.keras"))
+    assert restored.backbone.remat is True
 
 
 def test_data_and_output_on_a_registered_file_system(tmp_path, records):

@@ -216,6 +216,32 @@ def test_mirrored_with_dropout_resumes_bit_for_bit(tmp_path):
         np.testing.assert_array_equal(actual, expected)
 
 
+def test_mirrored_with_dropout_and_remat_trains_as_without(tmp_path):
+    """`--remat` under MirroredStrategy, with dropout: each replica's recomputation draws its
+    forward pass's masks, so the run trains as without remat (to the rounding of kernels
+    TensorFlow fuses differently around the recomputation), and its model is rematerialized."""
+    for i in range(2):
+        write_records(tmp_path / f"train-{i}.tfrecord", 40, seed=i)
+    config = write_config(tmp_path / "dropout.json", dropout=0.1, attention_dropout=0.1)
+    processes = []
+    for name, extra in (("plain", ()), ("remat", ("--remat",))):
+        command = pretrain_command(tmp_path, tmp_path / name, 8, extra)
+        command[command.index("--config") + 1] = config
+        command[command.index("--strategy") + 1] = "mirrored"
+        code = WITH_LOGICAL_CPUS.format(tool=str(TOOL))
+        processes.append(start([sys.executable, "-c", code, "2", *command[2:]]))
+    finish(*processes)
+    for a, b in zip(history(tmp_path / "plain"), history(tmp_path / "remat"), strict=True):
+        np.testing.assert_allclose(float(b["loss"]), float(a["loss"]), rtol=2e-5)
+    for a, b in zip(
+        final_weights(tmp_path / "plain"), final_weights(tmp_path / "remat"), strict=True
+    ):
+        np.testing.assert_allclose(b, a, atol=1e-4)
+    remat = keras.models.load_model(tmp_path / "remat" / "pretrainer.keras")
+    assert remat.backbone.remat is True
+    assert json.loads((tmp_path / "remat" / "summary.json").read_text())["num_replicas"] == 2
+
+
 # The MLM loss of one global batch under MirroredStrategy on 2 logical CPUs, in float64.
 MIRRORED_MLM_LOSS = """
 import sys
