@@ -1,0 +1,15 @@
+"""The text-embedding task type's record (`keras_albert.tasks.task_type.TaskType`)."""
+
+from keras_albert.tasks.task_type import TaskType
+from keras_albert.tasks.text_embedding import defaults
+from keras_albert.tasks.text_embedding.model import AlbertTextEmbedder
+
+TASK_TYPE = TaskType(
+    name="text_embedding",
+    description="one vector per text (sentence embeddings), as sentence-transformers models",
+    model_class=AlbertTextEmbedder,
+    build_model=lambda backbone, num_classes, **head: AlbertTextEmbedder(backbone, **head),
+    defaults=defaults,
+    serving_module="keras_albert.tasks.text_embedding.serving:TextEmbeddingServingModule",
+    preprocessor=("keras_albert.tasks.text_embedding.preprocessor:AlbertTextEmbedderPreprocessor"),
+)
