@@ -1,6 +1,6 @@
 """The text-embedding task type's record (`keras_albert.tasks.task_type.TaskType`)."""
 
-from keras_albert.tasks.task_type import TaskType
+from keras_albert.tasks.task_type import CheckpointFormat, TaskType
 from keras_albert.tasks.text_embedding import defaults
 from keras_albert.tasks.text_embedding.model import AlbertTextEmbedder
 
@@ -11,5 +11,10 @@ TASK_TYPE = TaskType(
     build_model=lambda backbone, num_classes, **head: AlbertTextEmbedder(backbone, **head),
     defaults=defaults,
     serving_module="keras_albert.tasks.text_embedding.serving:TextEmbeddingServingModule",
+    checkpoint_format=CheckpointFormat(
+        name="sentence_transformers",
+        read_head="keras_albert.tasks.text_embedding.sentence_transformers:read_head",
+        head_files="keras_albert.tasks.text_embedding.sentence_transformers:head_files",
+    ),
     preprocessor=("keras_albert.tasks.text_embedding.preprocessor:AlbertTextEmbedderPreprocessor"),
 )
