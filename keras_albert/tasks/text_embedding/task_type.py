@@ -3,6 +3,7 @@
 from keras_albert.tasks.task_type import CheckpointFormat, TaskType
 from keras_albert.tasks.text_embedding import defaults
 from keras_albert.tasks.text_embedding.model import AlbertTextEmbedder
+from keras_albert.tasks.text_embedding.options import TextEmbeddingOptions
 
 TASK_TYPE = TaskType(
     name="text_embedding",
@@ -10,6 +11,9 @@ TASK_TYPE = TaskType(
     model_class=AlbertTextEmbedder,
     build_model=lambda backbone, num_classes, **head: AlbertTextEmbedder(backbone, **head),
     defaults=defaults,
+    datasets=("stsb_embedding", "sentence_pairs"),
+    options=TextEmbeddingOptions,
+    finetuning_task="keras_albert.tasks.text_embedding.task:TextEmbeddingTask",
     serving_module="keras_albert.tasks.text_embedding.serving:TextEmbeddingServingModule",
     checkpoint_format=CheckpointFormat(
         name="sentence_transformers",
