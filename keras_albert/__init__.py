@@ -47,6 +47,10 @@ def _import_eager() -> None:
     for module in _KERAS_REGISTRATIONS:
         importlib.import_module(f"{__name__}.{module}")
     globals().update({name: import_public(__name__, m, name) for name, m in _EAGER.items()})
+    # Every task type's head by its class name, also those defined in their task type's folder
+    # (`AlbertTextEmbedder`): a new task type adds no line here.
+    for task_type in globals()["TASK_TYPES"]:
+        globals().setdefault(task_type.model_class.__name__, task_type.model_class)
 
 
 if not _startup.is_beam_worker():  # where `_startup` imported TensorFlow (its backend)

@@ -1,11 +1,13 @@
-"""Fine-tune ALBERT on a GLUE-style task, SQuAD v1.1 / v2.0, RACE or named entities (NER).
+"""Fine-tune ALBERT on a GLUE-style task, SQuAD v1.1 / v2.0, RACE, named entities (NER) or
+sentence embeddings.
 
-Tasks: SST-2, MRPC, STS-B, CoLA, RTE, QQP, MNLI, QNLI, generic, squad_v1, squad_v2, race, ner.
+Tasks: SST-2, MRPC, STS-B, CoLA, RTE, QQP, MNLI, QNLI, generic, squad_v1, squad_v2, race, ner,
+stsb_embedding, sentence_pairs.
 
 Defaults per task (each task type's `keras_albert/tasks/<task type>/defaults.py`): google-research/
 albert run_glue.sh for GLUE, the original README for SQuAD and RACE, Hugging Face run_ner for
-NER; --scale shrinks the step counts, and with --train-steps the warmup stays the recipe's
-fraction of the run. Every flag is a field of
+NER, sentence-transformers' STS-B example for embeddings; --scale shrinks the step counts, and
+with --train-steps the warmup stays the recipe's fraction of the run. Every flag is a field of
 `keras_albert.finetuning.options.FinetuningOptions` or, in the task type's group, of its own
 options (`keras_albert/tasks/<task type>/options.py`); their docstrings give the meaning, the
 default is the dataclass's.
@@ -28,6 +30,9 @@ Examples:
       --init-checkpoint runs/austen/pretrain --output-dir runs/race --scale 0.01
   keras-albert finetune --task ner --train-data wnut17/train.conll \\
       --eval-data wnut17/dev.conll --init-checkpoint runs/austen/pretrain --output-dir runs/ner
+  keras-albert finetune --task stsb_embedding --train-data data/glue/STS-B/train.tsv \\
+      --eval-data data/glue/STS-B/dev.tsv --init-checkpoint runs/austen/pretrain \\
+      --output-dir runs/stsb_embedding
 """
 
 import argparse

@@ -287,10 +287,25 @@ def _read_pytorch_bin(path: str) -> dict[str, np.ndarray]:
     return {name: tensor.detach().cpu().numpy() for name, tensor in state.items()}
 
 
-def write_hf_directory(model, path: str | os.PathLike) -> None:
+def write_hf_directory(
+    model, path: str | os.PathLike, extra_files: Mapping[str, bytes] | None = None
+) -> None:
     """Writes `config.json` + `model.safetensors` that `transformers` loads, to `path`: a new
-    or empty directory (written beside, then renamed into place: a failure leaves nothing)."""
-    write_atomically(path, lambda directory: _write_hf_files(model, directory), directory=True)
+    or empty directory (written beside, then renamed into place: a failure leaves nothing).
+
+    `extra_files` (relative path → bytes) are written with them: the tokenizer, or the files
+    of a format that wraps a Hugging Face directory (`TaskType.checkpoint_format`)."""
+
+    def write(directory: str) -> None:
+        _write_hf_files(model, directory)
+        for relative, content in (extra_files or {}).items():
+            target = os.path.join(directory, relative)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            with open(target, "wb") as file:
+                file.write(content)
+            apply_umask(target)
+
+    write_atomically(path, write, directory=True)
 
 
 def _write_hf_files(model, path: str) -> None:

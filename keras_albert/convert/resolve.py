@@ -9,6 +9,9 @@ A source (`ACCEPTED_FORMS`; no network access) is:
 - a `.keras` file of an `AlbertBackbone`, `AlbertPretrainer` or `AlbertClassifier`;
 - a `.weights.h5` file: weights only, so `config=` must give the architecture;
 - a Hugging Face directory (`config.json` + `model.safetensors` or `pytorch_model.bin`);
+- a format a task type owns (`TaskType.checkpoint_format`): a sentence-transformers directory
+  (`modules.json`: ALBERT → Pooling → optional Normalize) is an `AlbertTextEmbedder` with its
+  pooling, unless `model=` asks for another kind;
 - a keras-hub preset directory (`config.json` of a keras-hub `AlbertBackbone`,
   `model.weights.h5`, optionally `task.json` of an `AlbertTextClassifier` or `AlbertMaskedLM`);
 - an original TF1 directory (`albert_config.json` + `model.ckpt-*`, or a TF-Hub module's
@@ -63,6 +66,7 @@ from keras_albert.models import (
 )
 from keras_albert.tasks.registry import (
     BASE_MODEL_KINDS,
+    TASK_TYPES,
     check_model_kind,
     get_task_type,
     model_kind_of,
@@ -159,6 +163,13 @@ def load_checkpoint(
     require_int("num_classes", num_classes, 1, optional=True)
     source = os.fspath(source)
     if format == "auto":
+        owned = _task_format(source)
+        if owned is not None:  # a Hugging Face directory with a task type's files beside it
+            task_type, hf_directory, head = owned
+            backbone = _load_hf(hf_directory, "backbone", None)
+            if model in (None, task_type.name):
+                return task_type.build_model(backbone, num_classes, **head)
+            return _as_kind(backbone, model, num_classes, source)
         format = detect_format(source)
     if format in ("preset", "config"):
         loaded = _build(model or "backbone", resolve_config(source), num_classes)
@@ -178,6 +189,20 @@ def load_checkpoint(
     else:
         loaded = _load_training_output(source, config)
     return _as_kind(loaded, model, num_classes, source)
+
+
+def _task_format(source: str):
+    """`(task type, Hugging Face directory, head options)` where `source` is in the checkpoint
+    format of a task type (`TaskType.checkpoint_format`: a sentence-transformers directory),
+    else None."""
+    if not os.path.isdir(source):
+        return None
+    for task_type in TASK_TYPES:
+        if task_type.checkpoint_format is not None:
+            read = task_type.checkpoint_format.read(source)
+            if read is not None:
+                return (task_type, *read)
+    return None
 
 
 def _build(kind: str, config: AlbertConfig, num_classes: int | None, **head):

@@ -1,6 +1,6 @@
 """The fine-tuning driver: every task type that trains (GLUE-style classification, SQuAD, RACE,
-NER: `keras_albert.tasks.registry`) through the one training loop (`keras_albert.training.loop`),
-under any strategy.
+NER, text embedding: `keras_albert.tasks.registry`) through the one training loop
+(`keras_albert.training.loop`), under any strategy.
 
 `finetune(FinetuningOptions(...))` reads the task's files (its task type's `FinetuningTask`,
 `keras_albert.finetuning.task_choice`), builds the task model on the backbone of our pretraining
@@ -38,6 +38,9 @@ What `output_dir` holds:
                                  `test_data`, test_predictions.jsonl (the same, no label)
                                NER: eval_predictions.conll (word, gold, predicted) and, with
                                  `test_data`, test_predictions.conll (word, predicted)
+                               text embedding: eval_predictions.tsv (index, cosine,
+                                 score) and, with `test_data`, test_predictions.tsv (index,
+                                 cosine)
     tokenizer.model          the SentencePiece model used (so the directory is self-contained);
                              with a WordPiece vocabulary, vocab.txt
     summary.json             the options, recipe, best metrics and example counts (train,

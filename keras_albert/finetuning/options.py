@@ -33,10 +33,10 @@ class FinetuningOptions:
     Args:
         task: the data to fine-tune on, which picks the task type: a GLUE task name (SST-2,
             MRPC, STS-B, CoLA, RTE, QQP, MNLI, QNLI) or "generic" (classification),
-            "squad_v1" or "squad_v2" (question_answering), "race" (multiple_choice) or "ner"
-            (token_classification).
+            "squad_v1" or "squad_v2" (question_answering), "race" (multiple_choice), "ner"
+            (token_classification), "stsb_embedding" or "sentence_pairs" (text_embedding).
         train_data: the training file, in a layout the task knows (SQuAD JSON, a RACE file or
-            split directory, a CoNLL file, a GLUE-style TSV/CSV).
+            split directory, a CoNLL file, a GLUE-style TSV/CSV, a file of sentence pairs).
         eval_data: the evaluation file (labeled); evaluated after every epoch.
         output_dir: where checkpoints, logs, predictions and the summary go; rerunning the
             same command with the same `output_dir` resumes from its last checkpoint.

@@ -14,6 +14,7 @@ from keras_albert.tasks.fill_mask.task_type import TASK_TYPE as FILL_MASK
 from keras_albert.tasks.multiple_choice.task_type import TASK_TYPE as MULTIPLE_CHOICE
 from keras_albert.tasks.question_answering.task_type import TASK_TYPE as QUESTION_ANSWERING
 from keras_albert.tasks.task_type import TaskType
+from keras_albert.tasks.text_embedding.task_type import TASK_TYPE as TEXT_EMBEDDING
 from keras_albert.tasks.token_classification.task_type import TASK_TYPE as TOKEN_CLASSIFICATION
 
 TASK_TYPES: tuple[TaskType, ...] = (
@@ -22,6 +23,7 @@ TASK_TYPES: tuple[TaskType, ...] = (
     MULTIPLE_CHOICE,
     TOKEN_CLASSIFICATION,
     FILL_MASK,
+    TEXT_EMBEDDING,
 )
 
 # The models that are no task type's head: `load_checkpoint(model=...)` builds them too.

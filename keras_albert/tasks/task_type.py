@@ -26,6 +26,33 @@ def _resolve(reference: str):
 
 
 @dataclasses.dataclass(frozen=True)
+class CheckpointFormat:
+    """A checkpoint format a task type owns: a Hugging Face model directory (the backbone) with
+    the task type's own files beside it, which say its head (sentence-transformers' directory:
+    `modules.json`, `1_Pooling/config.json`). The converters read and write the Hugging Face
+    part; the task type's functions, the rest.
+
+    Args:
+        name: `save_checkpoint`'s `format=` for it.
+        read_head: "module:function" of `(directory) → (Hugging Face directory, head options)`,
+            or None where `directory` is not in this format; `load_checkpoint` asks it first.
+        head_files: "module:function" of `(model, vocabulary bytes, lowercase, strip_accents)
+            → {relative path: bytes}`, the files written beside the Hugging Face directory of
+            `model.backbone`.
+    """
+
+    name: str
+    read_head: str
+    head_files: str
+
+    def read(self, directory):
+        return _resolve(self.read_head)(directory)
+
+    def files(self, model, vocabulary: bytes, lowercase: bool, strip_accents: bool) -> dict:
+        return _resolve(self.head_files)(model, vocabulary, lowercase, strip_accents)
+
+
+@dataclasses.dataclass(frozen=True)
 class TaskType:
     """One task type.
 
@@ -56,6 +83,8 @@ class TaskType:
         preprocessor: "module:Class" of its preprocessor (a `TokenizerPreprocessor`: raw
             inputs to the model's, in `tf.data`), which `from_preset` attaches to the model;
             None where the task type has none yet.
+        checkpoint_format: a `CheckpointFormat` the task type owns (`load_checkpoint` reads
+            it, `save_checkpoint(format=its name)` writes it), or None.
     """
 
     name: str
@@ -71,6 +100,7 @@ class TaskType:
     count: str | None = None
     from_model: Callable | None = None
     preprocessor: str | None = None
+    checkpoint_format: CheckpointFormat | None = None
 
     @property
     def trains(self) -> bool:

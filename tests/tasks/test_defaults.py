@@ -21,6 +21,8 @@ from keras_albert.tasks.question_answering.postprocess import decode_answer_clas
 from keras_albert.tasks.question_answering.serving import QuestionAnsweringServingModule
 from keras_albert.tasks.question_answering.task import QuestionAnsweringTask
 from keras_albert.tasks.registry import TASK_TYPES, get_task_type
+from keras_albert.tasks.text_embedding import defaults as embedding_defaults
+from keras_albert.tasks.text_embedding.task import TextEmbeddingTask
 from keras_albert.tasks.token_classification import defaults as ner_defaults
 from keras_albert.tasks.token_classification.task import TokenClassificationTask
 
@@ -77,6 +79,7 @@ def test_the_task_code_reads_the_tasks_defaults():
         (QuestionAnsweringTask, squad_defaults),
         (MultipleChoiceTask, race_defaults),
         (TokenClassificationTask, ner_defaults),
+        (TextEmbeddingTask, embedding_defaults),
     ):
         assert task.default_sequence_length == defaults.SEQUENCE_LENGTH, task
     windows = _signature_defaults(squad_features)

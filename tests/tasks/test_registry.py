@@ -24,6 +24,11 @@ from tests.text._paths import ALBERT_SPM
 REPO = Path(__file__).resolve().parents[2]
 TOOLS = REPO / "tools"
 NAMES = [task_type.name for task_type in TASK_TYPES]
+# The data sets that need their own flags (the columns of a file of any layout).
+REQUIRED_FLAGS = {
+    "generic": ("--text-columns", "a", "--label-column", "b"),
+    "sentence_pairs": ("--pair-columns", "a,b", "--score-column", "s"),
+}
 
 
 def test_each_record_is_defined_in_its_own_folder_under_its_one_name():
@@ -75,16 +80,22 @@ def test_the_task_types_own_flags_do_not_collide():
     assert len(set(names)) == len(names), fields
 
 
+def test_each_task_name_picks_one_task_type():
+    # `--task` matches ignoring case, "-" and "_": no two task types may share a name so read.
+    keys = [
+        name.lower().replace("-", "").replace("_", "")
+        for task_type in TASK_TYPES
+        for name in task_type.datasets
+    ]
+    assert len(set(keys)) == len(keys), keys
+
+
 @pytest.mark.parametrize("task_type", TASK_TYPES, ids=NAMES)
 def test_reachable_from_the_finetuning_cli(task_type):
     parser = runpy.run_path(str(TOOLS / "finetune.py"))["build_parser"]()
     required = "--train-data t --eval-data e --output-dir o --preset albert_base_v2".split()
     for dataset in task_type.datasets:
-        args = parser.parse_args(["--task", dataset, *required])
-        if dataset == "generic":
-            args = parser.parse_args(
-                ["--task", dataset, *required, "--text-columns", "a", "--label-column", "b"]
-            )
+        args = parser.parse_args(["--task", dataset, *required, *REQUIRED_FLAGS.get(dataset, ())])
         chosen, options = choose_task(options_from_flags(args))
         assert chosen is task_type and task_type_for(dataset.upper()) is task_type
         if task_type.options is not None:
