@@ -28,7 +28,8 @@ DEFAULT_BATCH_SIZE = 32
 class TokenizerPreprocessor(keras.layers.Layer):
     """Base of the task preprocessors: a layer holding an `AlbertTokenizer` and a packing
     length, called in `tf.data` (on string tensors) as `preprocessor(x, y, sample_weight)` and
-    returning `keras.utils.pack_x_y_sample_weight(inputs, y, sample_weight)`.
+    returning `keras.utils.pack_x_y_sample_weight(inputs, y, sample_weight)`, where `x` is a
+    `(batch,)` string tensor or, up to `MAX_SEGMENTS`, a tuple of them packed into one sequence.
 
     Saved in a `.keras` file with its model: the config holds the tokenizer's normalization
     options, the assets the vocabulary's bytes (`VOCABULARY_ASSET`).
@@ -37,6 +38,10 @@ class TokenizerPreprocessor(keras.layers.Layer):
         tokenizer: an `AlbertTokenizer`.
         sequence_length: the packed length (every batch is padded to it).
     """
+
+    # Segments a row of `x` may hold: 1 (`x` a string tensor), or 2 (a tuple of two: sentence
+    # pairs packed into one sequence, as a classifier takes them).
+    MAX_SEGMENTS = 1
 
     def __init__(self, tokenizer: AlbertTokenizer | None = None, sequence_length=512, **kwargs):
         tokenizer_config = kwargs.pop("tokenizer_config", None)
@@ -67,6 +72,17 @@ class TokenizerPreprocessor(keras.layers.Layer):
                 "its saved assets (`keras.saving.load_model`)."
             )
         return self._tokenizer
+
+    def call(self, x, y=None, sample_weight=None):
+        segments = list(x) if isinstance(x, (tuple, list)) else [x]
+        if not 1 <= len(segments) <= self.MAX_SEGMENTS:
+            expected = (
+                "one string tensor, a text per row (embed the texts of a pair one column at a time)"
+                if self.MAX_SEGMENTS == 1
+                else f"a string tensor or a tuple of up to {self.MAX_SEGMENTS} (sentence pairs)"
+            )
+            raise ValueError(f"`x` must be {expected}. Received: {len(segments)} segments")
+        return keras.utils.pack_x_y_sample_weight(self.pack(segments), y, sample_weight)
 
     def pack(self, segments: list) -> dict:
         """Model inputs of one or two `(batch,)` string tensors: token ids of each segment,

@@ -27,11 +27,4 @@ class AlbertClassifierPreprocessor(TokenizerPreprocessor):
     [[2, 21, 1123, 171, 3, 0, 0, 0]]
     """
 
-    def call(self, x, y=None, sample_weight=None):
-        segments = list(x) if isinstance(x, (tuple, list)) else [x]
-        if len(segments) not in (1, 2):
-            raise ValueError(
-                "`x` must be a string tensor or a tuple of two (sentence pairs). Received: "
-                f"{len(segments)} segments"
-            )
-        return keras.utils.pack_x_y_sample_weight(self.pack(segments), y, sample_weight)
+    MAX_SEGMENTS = 2

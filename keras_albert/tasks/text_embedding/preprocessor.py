@@ -25,11 +25,3 @@ class AlbertTextEmbedderPreprocessor(TokenizerPreprocessor):
     >>> preprocessor(tf.constant(["a fine film"]))["token_ids"].numpy().tolist()
     [[2, 21, 1123, 171, 3, 0, 0, 0]]
     """
-
-    def call(self, x, y=None, sample_weight=None):
-        if isinstance(x, (tuple, list)):
-            raise ValueError(
-                "`x` must be one string tensor, a text per row (embed the texts of a pair one "
-                f"column at a time). Received: a {type(x).__name__} of {len(x)}"
-            )
-        return keras.utils.pack_x_y_sample_weight(self.pack([x]), y, sample_weight)
