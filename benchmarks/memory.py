@@ -1,9 +1,9 @@
 """What remat saves: the bytes a gradient keeps of the forward pass, with and without
 `AlbertBackbone(remat=True)`, on JAX (on this CPU).
 
-Run by hand:
+Run by hand, on JAX (Keras reads the backend once; the prelude's default is TensorFlow):
 
-    python -m benchmarks.memory [--num-layers 12,24] [--base]
+    KERAS_BACKEND=jax python -m benchmarks.memory [--num-layers 12,24] [--base]
 
 For each backbone (hidden 64, intermediate 256, 4 heads, batch 8 × 128 tokens, at each of
 `--num-layers`; with `--base` also ALBERT-base's architecture, batch 4 × 128), without and
@@ -19,13 +19,7 @@ with remat:
    where it likes, early ones included; this says what it made of them here.
 """
 
-import os
-
-os.environ.setdefault("KERAS_BACKEND", "jax")  # before the prelude's default (TensorFlow)
-
 from benchmarks import prelude  # isort: skip  (first: sets the environment)
-
-import subprocess
 
 import keras
 import numpy as np
@@ -92,24 +86,17 @@ def measure(architecture: dict, batch_size: int, sequence_length: int, compiled:
     return results
 
 
-def commit() -> str:
-    """The checkout's commit, "+changes" when the working tree differs from it."""
-    head = subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=prelude.REPOSITORY, capture_output=True, text=True
-    ).stdout.strip()
-    changed = subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=no"],
-        cwd=prelude.REPOSITORY, capture_output=True, text=True,
-    ).stdout.strip()  # fmt: skip
-    return head + ("+changes" if changed else "")
-
-
 def main(argv=None) -> dict:
     parser = prelude.parser(__file__, __doc__.splitlines()[0])
     parser.add_argument("--num-layers", default="12,24")
     parser.add_argument("--base", action="store_true", help="also ALBERT-base (residuals only)")
     parser.add_argument("--no-compile", action="store_true", help="residual bytes only")
     args = parser.parse_args(argv)
+    if keras.backend.backend() != "jax":
+        parser.error(
+            "`KERAS_BACKEND` must be jax (the residuals are `jax.vjp`'s). Received: "
+            f"KERAS_BACKEND={keras.backend.backend()}"
+        )
     prelude.header()
     runs = {}
     for num_layers in map(int, args.num_layers.split(",")):
@@ -123,7 +110,7 @@ def main(argv=None) -> dict:
         print(
             name + ": " + ", ".join(f"{key} {value / 2**20:.1f} MiB" for key, value in run.items())
         )
-    results = {"commit": commit(), "backend": keras.backend.backend(), "runs": runs}
+    results = {"backend": keras.backend.backend(), "runs": runs}  # the commit: the machine's
     prelude.write_results(args.results_json, results)
     return results
 
