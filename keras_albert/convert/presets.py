@@ -12,7 +12,11 @@ import os
 
 from keras_albert.convert.keras_hub import write_keras_hub_preset
 from keras_albert.convert.resolve import load_checkpoint
-from keras_albert.convert.vocabulary import require_vocabulary, resolve_normalization
+from keras_albert.convert.vocabulary import (
+    find_vocabulary,
+    require_vocabulary,
+    resolve_normalization,
+)
 from keras_albert.models.task import register_preset_loader
 from keras_albert.tasks.registry import model_kind_of, task_type_of
 from keras_albert.validation import require_int, require_one_of
@@ -58,9 +62,8 @@ def from_preset(
     if preprocessor is False or preprocessor_class is None:
         return model
     if preprocessor == "auto" and vocabulary is None:
-        try:
-            vocabulary = require_vocabulary(source)
-        except ValueError:  # none beside `source` (a preset name): token ids in, as before
+        vocabulary = find_vocabulary(source)
+        if vocabulary is None:  # none beside `source` (a preset name): token ids in, as before
             return model
     vocabulary = require_vocabulary(source, vocabulary)
     from keras_albert.text.tokenizer import AlbertTokenizer  # TensorFlow's

@@ -82,6 +82,17 @@ class TaskServingModule(tf.Module):
     def warmup_inputs(self) -> list[tuple[str, dict]]:
         raise NotImplementedError
 
+    def text_warmup_inputs(self, texts: list[str]) -> list[tuple[str, dict]]:
+        """`warmup_inputs` of a `text_endpoints` module whose `pack(text)` gives its token
+        inputs: batches of 1, 2, 4 and 8 of `texts` (cycled), to both signatures."""
+        result = []
+        for batch_size in (1, 2, 4, 8):
+            batch = tf.constant([texts[i % len(texts)] for i in range(batch_size)])
+            result.append((SERVING_DEFAULT, {"text": batch.numpy()}))
+            inputs = self.pack(batch)
+            result.append((SERVE_TOKEN_IDS, {k: v.numpy() for k, v in inputs.items()}))
+        return result
+
     def checked_token_inputs(self, token_ids, segment_ids, padding_mask) -> dict:
         """The token inputs, with assertions that the model can embed them."""
         config = self.model.backbone.albert_config

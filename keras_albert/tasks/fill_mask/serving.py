@@ -27,7 +27,6 @@ from __future__ import annotations
 import tensorflow as tf
 
 from keras_albert.models.masked_lm import masked_lm_from
-from keras_albert.serving.saved_model import SERVE_TOKEN_IDS, SERVING_DEFAULT
 from keras_albert.serving.task_serving import (
     TaskServingModule,
 )
@@ -123,10 +122,4 @@ class FillMaskServingModule(TaskServingModule):
         per_word = max(len(self.encoder.encode("word")), 1)
         words = (self.max_sequence_length - 3) // per_word
         texts = list(WARMUP_TEXTS) + ["[MASK] " + " ".join(["word"] * words)]
-        result = []
-        for batch_size in (1, 2, 4, 8):
-            batch = tf.constant([texts[i % len(texts)] for i in range(batch_size)])
-            result.append((SERVING_DEFAULT, {"text": batch.numpy()}))
-            inputs = self.pack(batch)
-            result.append((SERVE_TOKEN_IDS, {k: v.numpy() for k, v in inputs.items()}))
-        return result
+        return self.text_warmup_inputs(texts)

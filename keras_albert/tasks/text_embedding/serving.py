@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from keras_albert.serving.saved_model import SERVE_TOKEN_IDS, SERVING_DEFAULT
 from keras_albert.serving.task_serving import TaskServingModule
 from keras_albert.tasks.text_embedding.model import AlbertTextEmbedder
 
@@ -72,10 +71,4 @@ class TextEmbeddingServingModule(TaskServingModule):
 
     def warmup_inputs(self) -> list[tuple[str, dict]]:
         texts = list(WARMUP_TEXTS) + [" ".join(["word"] * self.max_sequence_length)]
-        result = []
-        for batch_size in (1, 2, 4, 8):
-            batch = tf.constant([texts[i % len(texts)] for i in range(batch_size)])
-            result.append((SERVING_DEFAULT, {"text": batch.numpy()}))
-            inputs = self.pack(batch)
-            result.append((SERVE_TOKEN_IDS, {k: v.numpy() for k, v in inputs.items()}))
-        return result
+        return self.text_warmup_inputs(texts)

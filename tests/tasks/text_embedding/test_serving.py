@@ -23,19 +23,11 @@ from tests.export.conftest import read_logs, run_harness, write_requests
 from tests.export.test_serving_export import ALLOWED_TF_TEXT_OPS, FORBIDDEN_OPS, outputs_of
 from tests.helpers import perturbed
 from tests.tasks.classification.test_preprocessor import SENTENCES
+from tests.tasks.text_embedding.test_model import SIZES
 from tests.text.text_data import ALBERT_MODEL
 
-MAX_SEQUENCE_LENGTH = 32
+MAX_SEQUENCE_LENGTH = SIZES["max_sequence_length"]
 TOLERANCE = 1e-5
-SIZES = dict(
-    vocabulary_size=30000,
-    embedding_dim=8,
-    hidden_dim=16,
-    intermediate_dim=32,
-    num_layers=2,
-    num_heads=2,
-    max_sequence_length=MAX_SEQUENCE_LENGTH,
-)
 ODD = ["", "   ", "Ünïcödé, ÇA VA?", "naïve café — 2,000 words", "wh\udcffo"]
 LONG = "word " * 100
 
