@@ -10,6 +10,13 @@ ratio of on to off; writes one JSON with every process's raw results.
 
     python -m benchmarks.onednn_on_off --repeats 2 -- --rounds 3 --steps-per-round 3
     python -m benchmarks.onednn_on_off --benchmark pretraining_step --repeats 2
+    python -m benchmarks.onednn_on_off --onednn-max-cpu-isa AVX2 -- --rounds 3
+
+`--onednn-max-cpu-isa AVX2` limits oneDNN to the kernels it runs on an AVX2-only CPU (its
+`ONEDNN_MAX_CPU_ISA`), in both settings: on an AVX-512 machine, a stand-in for "oneDNN forced
+on" on such a CPU (same kernels, another core); "off" runs Eigen's kernels, which TensorFlow's
+build fixes, the same on every CPU. It is not a measurement of an AVX2 CPU, and its results
+say so (`onednn_max_cpu_isa` in every process's record).
 """
 
 import json
@@ -29,10 +36,13 @@ ROOF = (
 )
 
 
-def run_once(benchmark: str, setting: str, arguments: list[str]) -> dict:
-    """One process of `benchmark` with `TF_ENABLE_ONEDNN_OPTS=setting`: its results JSON, and
-    the GEMM roof measured by another process right after."""
+def run_once(benchmark: str, setting: str, arguments: list[str], max_isa: str | None) -> dict:
+    """One process of `benchmark` with `TF_ENABLE_ONEDNN_OPTS=setting` (and oneDNN limited to
+    `max_isa` where given): its results JSON, and the GEMM roof measured by another process
+    right after."""
     environment = {**os.environ, "TF_ENABLE_ONEDNN_OPTS": setting}
+    if max_isa:
+        environment["ONEDNN_MAX_CPU_ISA"] = max_isa
     with tempfile.TemporaryDirectory() as directory:
         path = os.path.join(directory, "results.json")
         command = [sys.executable, "-m", f"benchmarks.{benchmark}", "--results-json", path]
@@ -55,13 +65,20 @@ def main() -> None:
     parser = prelude.parser(__file__, __doc__.splitlines()[0])
     parser.add_argument("--benchmark", default="encoder_forward")
     parser.add_argument("--repeats", type=int, default=2, help="processes per setting")
+    parser.add_argument(
+        "--onednn-max-cpu-isa",
+        default=None,
+        help="oneDNN's ONEDNN_MAX_CPU_ISA in both settings (AVX2: an AVX2-only CPU's kernels)",
+    )
     parser.add_argument("arguments", nargs="*", help="the benchmark's own flags, after --")
     args = parser.parse_args()
     prelude.header()
     runs = {setting: [] for setting in SETTINGS}
     for _ in range(args.repeats):
         for setting in SETTINGS:
-            runs[setting].append(run_once(args.benchmark, setting, args.arguments))
+            runs[setting].append(
+                run_once(args.benchmark, setting, args.arguments, args.onednn_max_cpu_isa)
+            )
     summary = {}
     for setting, records in runs.items():
         names = records[0]["results"]["medians"]
@@ -73,7 +90,8 @@ def main() -> None:
             },
             "gemm_roof_gflops": statistics.median(r["gemm_roof"]["gflops"] for r in records),
         }
-    print(f"{args.benchmark}, {args.repeats} processes per setting, alternating:")
+    limit = f", oneDNN limited to {args.onednn_max_cpu_isa}" if args.onednn_max_cpu_isa else ""
+    print(f"{args.benchmark}, {args.repeats} processes per setting, alternating{limit}:")
     for setting, values in summary.items():
         figures = ", ".join(f"{name} {value:.2f}" for name, value in values["medians"].items())
         print(

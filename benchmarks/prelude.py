@@ -129,6 +129,10 @@ def machine() -> dict:
         "cpu": cpu(),
         "onednn": onednn(),
         "tf_enable_onednn_opts": os.environ.get("TF_ENABLE_ONEDNN_OPTS"),
+        # oneDNN's own limit on the instruction sets it dispatches to ("AVX2": the kernels an
+        # AVX2-only CPU runs, on any newer x86-64 CPU); Eigen's kernels are chosen when
+        # TensorFlow is built, the same on every CPU.
+        "onednn_max_cpu_isa": os.environ.get("ONEDNN_MAX_CPU_ISA"),
         "commit": commit(),
         "processor": platform.machine(),
         "cpus": os.cpu_count(),
