@@ -3,6 +3,7 @@ the module and its files checked by several tests), `--force` and a rerun on cop
 and the flags of `tools/main.py` (one per field of `MainJobOptions`, defaults written once)."""
 
 import csv
+import datetime
 import importlib.util
 import json
 import os
@@ -20,6 +21,7 @@ from main_job import STEPS, MainJobOptions, run_steps
 from main_job.options import parse_seeds
 from main_job.steps import PROBE_SENTENCES, pretraining_options
 
+from keras_albert.cpu import cpu_features, onednn_enabled
 from keras_albert.training.strategy import choose_precision_policy
 from tests.tool_flags import check_tool_flags
 
@@ -183,6 +185,17 @@ def test_quick_summary_has_both_fine_tunings_and_the_pretraining_held_out_metric
     assert f"(always the majority label: {majority:.3f})" in printed
     assert f"gain from pretraining: {100 * gain['mean']:+.1f} points" in quick_run.stdout
     assert f"SOP accuracy {held_out['sop_accuracy']:.3f}" in quick_run.stdout
+    per_seed = " / ".join(f"{100 * value:+.1f}" for value in gain["per_seed"])
+    assert f"pretrained minus from scratch with the same fine-tuning seed; per seed {per_seed}" in (
+        quick_run.stdout
+    )
+    # What a quoted figure needs beside it: date, CPU, oneDNN's state, command and commit.
+    run = summary["run"]
+    assert run["cpu"] == cpu_features() and run["onednn"] is onednn_enabled()
+    started = datetime.datetime.fromisoformat(run["date"])
+    assert abs(datetime.datetime.now(datetime.timezone.utc) - started).total_seconds() < 3600
+    assert "tools/main.py" in run["command"] and re.fullmatch(r"[0-9a-f]{40}\+?", run["commit"])
+    assert f"family {run['cpu']['family']} model {run['cpu']['model']}" in printed
     # The curves are a readable PNG with something drawn on it.
     import matplotlib.image
 

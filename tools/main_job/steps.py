@@ -15,6 +15,7 @@ forced rerun writes the next version.
 
 import collections
 import dataclasses
+import datetime
 import glob
 import json
 import os
@@ -415,6 +416,7 @@ def _summary(options: MainJobOptions, results: dict, seconds: float) -> dict:
         "step_seconds": {name: result["seconds"] for name, result in results.items()},
         "total_seconds_this_run": round(seconds, 1),
         "curves": plot_curves(options),
+        "run": run_record(),
     }
     from keras_albert.text.files import write_text_atomically
 
@@ -422,6 +424,32 @@ def _summary(options: MainJobOptions, results: dict, seconds: float) -> dict:
     print("\n== keras_albert main job: summary")
     print(summary_text(summary))
     return summary
+
+
+def run_record() -> dict:
+    """What a figure quoted from this summary needs beside it: when, on what CPU (model, family,
+    the flags that decide the precision), with oneDNN or not, under what load, by which command
+    at which commit (`+`: the checkout differed from it)."""
+    from keras_albert.cpu import cpu_features, onednn_enabled
+
+    def git(*args):
+        return subprocess.run(
+            ["git", *args], cwd=REPOSITORY, capture_output=True, text=True, check=False
+        )
+
+    head = git("rev-parse", "HEAD")
+    commit = "unknown"
+    if head.returncode == 0:
+        commit = head.stdout.strip() + ("+" if git("diff", "--quiet", "HEAD").returncode else "")
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "command": " ".join([os.path.basename(sys.executable), *sys.argv]),
+        "cpu": cpu_features(),
+        "onednn": onednn_enabled(),
+        "cpus": os.cpu_count(),
+        "load_average_at_end": [round(value, 2) for value in os.getloadavg()],
+        "commit": commit,
+    }
 
 
 def majority_accuracy(path: str) -> float:
@@ -487,7 +515,9 @@ def summary_text(summary: dict) -> str:
             "n/a"
             if gain is None
             else f"{100 * gain['mean']:+.1f} points [{100 * gain['range'][0]:+.1f}, "
-            f"{100 * gain['range'][1]:+.1f}]"
+            f"{100 * gain['range'][1]:+.1f}] (mean [min, max] over the {seeds} seed(s) of the "
+            "paired gain, pretrained minus from scratch with the same fine-tuning seed; per "
+            "seed " + " / ".join(f"{100 * value:+.1f}" for value in gain["per_seed"]) + ")"
         ),
         f"export: {summary['export_path']}",
         f"served (batch-1 latency {summary['serving_latency_ms_batch_1']:.1f} ms):",
@@ -499,8 +529,13 @@ def summary_text(summary: dict) -> str:
     steps = ", ".join(
         f"{name} {seconds:.0f} s" for name, seconds in summary["step_seconds"].items()
     )
+    run = summary.get("run") or {}
+    cpu = run.get("cpu") or {}
     lines += [
         f"steps: {steps}; this run {summary['total_seconds_this_run'] / 60:.1f} min",
+        f"machine: {cpu.get('model_name', 'n/a')} (family {cpu.get('family')} model "
+        f"{cpu.get('model')}), {run.get('cpus')} cores, oneDNN {run.get('onednn')}, load "
+        f"{run.get('load_average_at_end')}; commit {run.get('commit')}",
         f"curves: {summary['curves']}",
     ]
     return "\n".join(lines)
