@@ -105,6 +105,15 @@ def test_keras_file_and_config_round_trip(tmp_path):
     check_model_roundtrips(model, random_inputs(VALUES["vocab_size"]), tmp_path)
 
 
+def test_a_config_saved_with_num_labels_loads():
+    """Files saved before the count of tags was named `num_classes` say `num_labels`."""
+    backbone = AlbertBackbone.from_albert_config(config_from_hf(VALUES))
+    config = AlbertTokenClassifier(backbone, num_classes=4, labels=TAGS[:4]).get_config()
+    config["num_labels"] = config.pop("num_classes")
+    restored = AlbertTokenClassifier.from_config(config)
+    assert restored.num_classes == 4 and restored.labels == TAGS[:4]
+
+
 def test_the_original_code_has_no_token_head():
     backbone = AlbertBackbone.from_albert_config(config_from_hf(VALUES))
     with pytest.raises(ValueError, match="no token classification head"):
