@@ -74,7 +74,7 @@ def ours(config, head: str):
     if head == "race":
         model = AlbertMultipleChoice(backbone, dropout=0.0)
     else:
-        model = AlbertTokenClassifier(backbone, num_labels=NUM_LABELS, dropout=0.0)
+        model = AlbertTokenClassifier(backbone, num_classes=NUM_LABELS, dropout=0.0)
     model.compile(
         optimizer=build_optimizer(5e-5, 1000, 0, 0.01),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),

@@ -117,7 +117,7 @@ def task_latency(rounds: int) -> dict:
     exports = {
         "squad": (AlbertQuestionAnswerer(backbone()), 384, {"doc_stride": 128}),
         "race": (AlbertMultipleChoice(backbone()), 512, None),
-        "ner": (AlbertTokenClassifier(backbone(), num_labels=13), 128, None),
+        "ner": (AlbertTokenClassifier(backbone(), num_classes=13), 128, None),
     }
     requests = {
         "squad 300 words": ("squad", {"question": [question], "context": [short_context]}),

@@ -25,12 +25,7 @@ _EAGER = {
     "load_checkpoint": "convert",
     "save_checkpoint": "convert",
     "AlbertBackbone": "models",
-    "AlbertClassifier": "models",
-    "AlbertMaskedLM": "models",
-    "AlbertMultipleChoice": "models",
     "AlbertPretrainer": "models",
-    "AlbertQuestionAnswerer": "models",
-    "AlbertTokenClassifier": "models",
     "TASK_TYPES": "tasks.registry",
     "get_task_type": "tasks.registry",
 }
@@ -47,10 +42,42 @@ def _import_eager() -> None:
     for module in _KERAS_REGISTRATIONS:
         importlib.import_module(f"{__name__}.{module}")
     globals().update({name: import_public(__name__, m, name) for name, m in _EAGER.items()})
-    # Every task type's head by its class name, also those defined in their task type's folder
-    # (`AlbertTextEmbedder`): a new task type adds no line here.
+    # Every task type's head by its class name (also those defined in their task type's folder,
+    # `AlbertTextEmbedder`), and its preprocessor's, imported when first used (they need
+    # TensorFlow): a new task type adds no line here.
     for task_type in globals()["TASK_TYPES"]:
         globals().setdefault(task_type.model_class.__name__, task_type.model_class)
+        if task_type.preprocessor is not None:
+            module, _, name = task_type.preprocessor.partition(":")
+            _TASK_LAZY[name] = module
+    __all__.extend(
+        sorted(
+            {task_type.model_class.__name__ for task_type in globals()["TASK_TYPES"]}
+            | set(_TASK_LAZY)
+        )
+    )
+
+
+# The task types' preprocessors: class name → module, from `TASK_TYPES` (`_import_eager`).
+_TASK_LAZY: dict[str, str] = {}
+# The public names but the task types' (`_import_eager` adds those).
+__all__ = [
+    "PRESETS",
+    "TASK_TYPES",
+    "AlbertBackbone",
+    "AlbertConfig",
+    "AlbertPacker",
+    "AlbertPretrainer",
+    "AlbertTokenizer",
+    "FinetuningOptions",
+    "FinetuningTask",
+    "fill_mask",
+    "finetune",
+    "get_preset",
+    "load_checkpoint",
+    "get_task_type",
+    "save_checkpoint",
+]
 
 
 if not _startup.is_beam_worker():  # where `_startup` imported TensorFlow (its backend)
@@ -73,33 +100,15 @@ _LAZY = {
 
 
 def __getattr__(name: str):
-    if name in _EAGER:  # a Beam worker's first use of the models' part
-        _import_eager()
-        return globals()[name]
     if name in _LAZY:
         return import_public(__name__, _LAZY[name], name)
+    # A Beam worker's first use of the models' part: a name of `_EAGER`, or of a task type's
+    # classes (all `Albert...`; not the submodules, which `from keras_albert import x` asks
+    # for first).
+    if "TASK_TYPES" not in globals() and (name in _EAGER or name.startswith("Albert")):
+        _import_eager()
+        if name in globals():
+            return globals()[name]
+    if name in _TASK_LAZY:
+        return import_public(__name__, _TASK_LAZY[name], name)
     raise AttributeError(f"module 'keras_albert' has no attribute {name!r}")
-
-
-__all__ = [
-    "PRESETS",
-    "TASK_TYPES",
-    "AlbertBackbone",
-    "AlbertClassifier",
-    "AlbertConfig",
-    "AlbertMaskedLM",
-    "AlbertMultipleChoice",
-    "AlbertPacker",
-    "AlbertPretrainer",
-    "AlbertQuestionAnswerer",
-    "AlbertTokenClassifier",
-    "AlbertTokenizer",
-    "FinetuningOptions",
-    "FinetuningTask",
-    "fill_mask",
-    "finetune",
-    "get_preset",
-    "load_checkpoint",
-    "get_task_type",
-    "save_checkpoint",
-]

@@ -47,7 +47,7 @@ def test_import_keras_albert_exposes_the_public_api():
 
     assert keras_albert.fill_mask is fill_mask
     # Every model class, and every task type of the registry by its one name.
-    from keras_albert import models
+    from keras_albert import export, models
 
     assert set(models.__all__) <= set(keras_albert.__all__)
     for task_type in keras_albert.TASK_TYPES:
@@ -55,6 +55,14 @@ def test_import_keras_albert_exposes_the_public_api():
         assert getattr(keras_albert, task_type.model_class.__name__) is task_type.model_class
         if task_type.trains:
             assert issubclass(task_type.finetuning_task_class(), keras_albert.FinetuningTask)
+        # Its preprocessor from the package, and its serving module from the export's.
+        if task_type.preprocessor is not None:
+            name = task_type.preprocessor_class().__name__
+            assert name in keras_albert.__all__
+            assert getattr(keras_albert, name) is task_type.preprocessor_class()
+        module_class = task_type.serving_module_class()
+        assert module_class.__name__ in export.__all__
+        assert getattr(export, module_class.__name__) is module_class
 
 
 def test_load_checkpoint_round_trips_save_checkpoint(tmp_path):

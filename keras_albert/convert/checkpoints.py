@@ -11,7 +11,7 @@ from keras_albert.convert.huggingface import write_hf_directory
 from keras_albert.convert.keras_hub import write_keras_hub_preset
 from keras_albert.directories import require_new_directory
 from keras_albert.models.lora import merged_lora
-from keras_albert.tasks.registry import TASK_TYPES, task_type_of
+from keras_albert.tasks.registry import TASK_TYPES, model_kind_of
 from keras_albert.text.files import write_atomically
 from keras_albert.validation import require_one_of
 
@@ -79,7 +79,7 @@ def _write_task_format(
     model, destination: str, format: str, vocabulary, lowercase: bool, strip_accents: bool
 ) -> None:
     task_type = TASK_FORMATS[format]
-    if task_type_of(model) is not task_type:
+    if model_kind_of(model) != task_type.name:
         raise ValueError(
             f"`model` must be an {task_type.model_class.__name__} to write format={format!r}. "
             f"Received: model={type(model).__name__}"

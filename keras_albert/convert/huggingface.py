@@ -1,8 +1,11 @@
 """Hugging Face transformers ALBERT weights ↔ keras_albert models.
 
-The HF names live only here. `hf_name_table(config, ...)` is the declarative mapping;
-`load_hf_weights(model, tensors)` fills an `AlbertBackbone`, `AlbertPretrainer`,
-`AlbertClassifier`, `AlbertMultipleChoice` or `AlbertTokenClassifier` from a dict of arrays;
+The HF names of the backbone and the pretraining heads live here, those of a task type's head
+in its record (`TaskType.checkpoint_names`: the HF class, the head's weights, its config
+fields). `hf_name_table(config, ...)` is the declarative mapping; `load_hf_weights(model,
+tensors)` fills an `AlbertBackbone`, `AlbertPretrainer` or the head of a task type that
+transformers has (`AlbertClassifier`, `AlbertMultipleChoice`, `AlbertTokenClassifier`, the
+null-span `AlbertQuestionAnswerer`) from a dict of arrays;
 `read_hf_directory` / `write_hf_directory` read and write a model directory (`config.json` +
 `model.safetensors`, or a `pytorch_model.bin` read with `torch.load(weights_only=True)` only).
 Never any network.
@@ -16,34 +19,36 @@ import numpy as np
 
 from keras_albert.config import AlbertConfig
 from keras_albert.convert.name_table import Entry, assign_from_table, read_from_table
-from keras_albert.models import (
-    AlbertBackbone,
-    AlbertClassifier,
-    AlbertMultipleChoice,
-    AlbertPretrainer,
-    AlbertTokenClassifier,
-)
 from keras_albert.models.backbone import shared_blocks
-from keras_albert.models.question_answerer import AlbertQuestionAnswerer
+from keras_albert.tasks.registry import TASK_TYPES, get_task_type, model_kind_of
+from keras_albert.tasks.task_type import CheckpointNames
 from keras_albert.text.files import apply_umask, write_atomically
 
-# HF architecture name → the kind of model we build for it.
-HF_ARCHITECTURES = {
+# The HF classes of the models that are no task type's head, written as the first of each kind.
+_BASE_ARCHITECTURES = {
     "AlbertModel": "backbone",
     "AlbertForPreTraining": "pretrainer",
     "AlbertForMaskedLM": "pretrainer",
-    "AlbertForSequenceClassification": "classification",
-    "AlbertForQuestionAnswering": "question_answering",
-    "AlbertForMultipleChoice": "multiple_choice",
-    "AlbertForTokenClassification": "token_classification",
 }
-
-# Our models with one `classifier` linear on top of `albert.*`, and their HF class.
-_CLASSIFIER_HEADS = {
-    AlbertClassifier: "AlbertForSequenceClassification",
-    AlbertMultipleChoice: "AlbertForMultipleChoice",
-    AlbertTokenClassifier: "AlbertForTokenClassification",
+# HF architecture name → the kind of model we build for it.
+HF_ARCHITECTURES = {
+    **_BASE_ARCHITECTURES,
+    **{
+        task_type.checkpoint_names.hf_architecture: task_type.name
+        for task_type in TASK_TYPES
+        if task_type.checkpoint_names.hf_architecture is not None
+    },
 }
+# HF's head modules (prefixes of their weights' names), skipped when a backbone is loaded.
+_HF_HEAD_MODULES = sorted(
+    {"predictions", "sop_classifier"}
+    | {
+        name.rsplit(".", 1)[0]
+        for task_type in TASK_TYPES
+        if task_type.checkpoint_names.hf_head is not None
+        for _, name, _ in task_type.checkpoint_names.hf_head.names
+    }
+)
 
 # (our sublayer path, HF module name) inside one transformer block.
 _BLOCK_LINEARS = [
@@ -115,28 +120,34 @@ def hf_name_table(
     return table
 
 
-def _linear_head_architecture(model) -> str | None:
-    for model_class, architecture in _CLASSIFIER_HEADS.items():
-        if isinstance(model, model_class):
-            return architecture
-    return None
+def _hf_head(model) -> tuple[str, CheckpointNames | None]:
+    """`model`'s kind, and for a task type's head its names (`TaskType.checkpoint_names`),
+    checked to have a Hugging Face counterpart."""
+    kind = model_kind_of(model)
+    if kind in ("backbone", "pretrainer"):
+        return kind, None
+    names = get_task_type(kind).checkpoint_names
+    if names.hf_head is None:
+        raise ValueError(
+            f"`model` must have a Hugging Face counterpart; transformers has no {kind} head. "
+            f"Received: model={type(model).__name__}"
+        )
+    for key, value in names.hf_head.options.items():
+        if getattr(model, key) != value:
+            raise ValueError(
+                f"`{key}` must be {value!r}: Hugging Face's {names.hf_architecture} has only "
+                f"that head. Received: {key}={getattr(model, key)!r}"
+            )
+    return kind, names
 
 
 def _table_for(model) -> tuple[list[Entry], dict[str, str]]:
-    if _linear_head_architecture(model) is not None:
+    kind, names = _hf_head(model)
+    if names is not None:
         table = hf_name_table(model.backbone.albert_config, backbone_prefix="albert.")
-        table += _linear("logits", "classifier")
+        table += [Entry(*name) for name in names.hf_head.names]
         return table, {}
-    if isinstance(model, AlbertQuestionAnswerer):
-        if model.answerability != "null_span":
-            raise ValueError(
-                "Hugging Face's AlbertForQuestionAnswering has only the null-span head. "
-                f"Received: answerability={model.answerability!r}"
-            )
-        table = hf_name_table(model.backbone.albert_config, backbone_prefix="albert.")
-        table += _linear("span_logits", "qa_outputs")
-        return table, {}
-    if isinstance(model, AlbertPretrainer):
+    if kind == "pretrainer":
         config = model.backbone.albert_config
         table = hf_name_table(config, heads=True, backbone_prefix="albert.")
         # HF stores the tied decoder twice (weight = the token table, bias = predictions.bias).
@@ -145,11 +156,7 @@ def _table_for(model) -> tuple[list[Entry], dict[str, str]]:
             "predictions.decoder.bias": "predictions.bias",
         }
         return table, aliases
-    if isinstance(model, AlbertBackbone):
-        return hf_name_table(model.albert_config), {}
-    raise ValueError(
-        f"`model` must be an ALBERT model of keras_albert. Received: model={type(model).__name__}"
-    )
+    return hf_name_table(model.albert_config), {}
 
 
 def load_hf_weights(
@@ -161,9 +168,8 @@ def load_hf_weights(
     """Fills `model` from HF-named arrays; returns the weights left as initialized.
 
     Args:
-        model: an `AlbertBackbone`, `AlbertPretrainer`, `AlbertClassifier`,
-            `AlbertMultipleChoice`, `AlbertTokenClassifier` or (null-span)
-            `AlbertQuestionAnswerer`.
+        model: an `AlbertBackbone`, `AlbertPretrainer`, or the head of a task type that
+            transformers has (`TaskType.checkpoint_names.hf_architecture`).
         tensors: HF parameter name → array (a `state_dict` or a safetensors file).
         allow_uninitialized: regexes of our weight paths that may be absent from `tensors`
             and keep their fresh initialization (e.g. the pooler and SOP head when loading
@@ -171,15 +177,14 @@ def load_hf_weights(
         ignore_heads: for a backbone, skip HF head tensors instead of refusing them.
     """
     tensors = dict(tensors)
-    if isinstance(model, AlbertQuestionAnswerer):
-        # HF builds AlbertForQuestionAnswering without a pooler; ours keeps its unused one.
+    kind, names = _hf_head(model)
+    if names is not None and not names.hf_pooler:
+        # HF builds that class without a pooler (question answering, token classification);
+        # ours keeps its unused one.
         allow_uninitialized = [*allow_uninitialized, r"^pooler/"]
-    if isinstance(model, AlbertBackbone):
+    if kind == "backbone":
         tensors = {k.removeprefix("albert."): v for k, v in tensors.items()}
     table, aliases = _table_for(model)
-    if isinstance(model, AlbertTokenClassifier):
-        # HF builds `AlbertForTokenClassification` without a pooler; ours is unused there.
-        allow_uninitialized = [*allow_uninitialized, r"^pooler/"]
     return assign_from_table(
         model.weights,
         table,
@@ -187,7 +192,7 @@ def load_hf_weights(
         aliases=aliases,
         # Buffers HF may keep in a state_dict are not weights.
         ignore_patterns=[r"position_ids$", r"token_type_ids$"]
-        + ([r"^(predictions|sop_classifier|classifier|qa_outputs)\."] if ignore_heads else []),
+        + ([rf"^({'|'.join(_HF_HEAD_MODULES)})\."] if ignore_heads else []),
         allow_uninitialized=allow_uninitialized,
         source_description="Hugging Face ALBERT weights",
     )
@@ -196,42 +201,22 @@ def load_hf_weights(
 def hf_weights_from_model(model) -> dict[str, np.ndarray]:
     """Our weights under HF names (the tied decoder is not repeated).
 
-    The pooler is left out for question answering and token classification: HF builds
-    `AlbertForQuestionAnswering` and `AlbertForTokenClassification` without one.
+    The pooler is left out where HF's class has none (`CheckpointNames.hf_pooler`: question
+    answering, token classification).
     """
     table, _ = _table_for(model)
-    if isinstance(model, (AlbertQuestionAnswerer, AlbertTokenClassifier)):
+    _, names = _hf_head(model)
+    if names is not None and not names.hf_pooler:
         table = [entry for entry in table if not entry.weight_path.startswith("pooler/")]
     return read_from_table(model.weights, table)
 
 
 def hf_architecture(model) -> str:
     """The HF class that holds the same weights as `model`."""
-    if _linear_head_architecture(model) is not None:
-        return _linear_head_architecture(model)
-    if isinstance(model, AlbertQuestionAnswerer):
-        return "AlbertForQuestionAnswering"
-    if isinstance(model, AlbertPretrainer):
-        return "AlbertForPreTraining"
-    if isinstance(model, AlbertBackbone):
-        return "AlbertModel"
-    raise ValueError(
-        "`model` must be an AlbertBackbone, AlbertPretrainer or AlbertClassifier. "
-        f"Received: model={type(model).__name__}"
-    )
-
-
-def hf_labels(hf_config: dict) -> list[str] | None:
-    """The tag names of a HF config (`id2label`), or None when they are HF's `LABEL_<i>`."""
-    id2label = hf_config.get("id2label")
-    if not id2label:
-        return None
-    labels = [id2label.get(str(i), id2label.get(i)) for i in range(len(id2label))]
-    if any(label is None for label in labels) or labels == [
-        f"LABEL_{i}" for i in range(len(labels))
-    ]:
-        return None
-    return labels
+    kind, names = _hf_head(model)
+    if names is not None:
+        return names.hf_architecture
+    return {"backbone": "AlbertModel", "pretrainer": "AlbertForPreTraining"}[kind]
 
 
 def read_hf_directory(path: str | os.PathLike) -> tuple[dict, dict[str, np.ndarray]]:
@@ -312,23 +297,12 @@ def _write_hf_files(model, path: str) -> None:
     from safetensors.numpy import save_file
 
     architecture = hf_architecture(model)
-    backbone = model if isinstance(model, AlbertBackbone) else model.backbone
+    kind, names = _hf_head(model)
+    backbone = model if kind == "backbone" else model.backbone
     hf_config = backbone.albert_config.to_hf_config()
     hf_config["architectures"] = [architecture]
-    if isinstance(model, AlbertClassifier):
-        hf_config["num_labels"] = model.num_classes
-        hf_config["classifier_dropout_prob"] = model.dropout
-        if model.num_classes == 1:
-            hf_config["problem_type"] = "regression"
-    if isinstance(model, AlbertQuestionAnswerer):
-        hf_config["num_labels"] = 2  # qa_outputs: start and end
-    if isinstance(model, AlbertTokenClassifier):
-        hf_config["num_labels"] = model.num_labels
-        if model.labels is not None:
-            hf_config["id2label"] = dict(enumerate(model.labels))
-            hf_config["label2id"] = {label: i for i, label in enumerate(model.labels)}
-    if isinstance(model, (AlbertMultipleChoice, AlbertTokenClassifier)):
-        hf_config["classifier_dropout_prob"] = model.dropout
+    if names is not None and names.hf_config is not None:
+        hf_config.update(names.hf_config(model))  # the head's fields: num_labels, ...
     with open(os.path.join(path, "config.json"), "w", encoding="utf-8") as f:
         json.dump(hf_config, f, indent=2, sort_keys=True)
     tensors = hf_weights_from_model(model)

@@ -44,26 +44,62 @@ from keras_albert.convert.keras_hub_weights import (
 )
 from keras_albert.convert.name_table import assign_from_table, read_from_table
 from keras_albert.lazy import needs_tensorflow
-from keras_albert.models import AlbertBackbone, AlbertClassifier, AlbertPretrainer
+from keras_albert.models import AlbertBackbone, AlbertPretrainer
+from keras_albert.tasks.registry import TASK_TYPES, get_task_type, model_kind_of
 from keras_albert.text.files import write_atomically
 
-# keras-hub class (config.json / task.json `class_name`) → the kind of model we build for it.
+# keras-hub class (config.json / task.json `class_name`) → the kind of model we build for it:
+# the task types name theirs (`TaskType.checkpoint_names.keras_hub_class`).
 KERAS_HUB_CLASSES = {
     "AlbertBackbone": "backbone",
-    "AlbertTextClassifier": "classification",
     "AlbertMaskedLM": "pretrainer",
+    **{
+        task_type.checkpoint_names.keras_hub_class: task_type.name
+        for task_type in TASK_TYPES
+        if task_type.checkpoint_names.keras_hub_class is not None
+    },
 }
+_KINDS = {kind: class_name for class_name, kind in KERAS_HUB_CLASSES.items()}
 TOKENIZER_ASSET = os.path.join("assets", "tokenizer", "vocabulary.spm")
 
 # A keras-hub task is compiled when built (Adam, `iterations` and `learning_rate`), and loading
 # task.weights.h5 warns unless the file has those two scalars: write what keras-hub's own
 # `save_to_preset` writes for a fresh task (step 0, its default learning rate).
-_TASK_OPTIMIZER_LEARNING_RATES = {"classification": 1e-5, "pretrainer": 5e-5}
-# head → keras-hub's preprocessor class and module for it.
-_PREPROCESSORS = {
-    "classification": ("AlbertTextClassifierPreprocessor", "albert_text_classifier_preprocessor"),
-    "pretrainer": ("AlbertMaskedLMPreprocessor", "albert_masked_lm_preprocessor"),
+_TASK_OPTIMIZER_LEARNING_RATES = {"AlbertTextClassifier": 1e-5, "AlbertMaskedLM": 5e-5}
+# keras-hub task class → its module, and its preprocessor's class and module.
+_TASK_MODULES = {
+    "AlbertTextClassifier": "albert_text_classifier",
+    "AlbertMaskedLM": "albert_masked_lm",
 }
+_PREPROCESSORS = {
+    "AlbertTextClassifier": (
+        "AlbertTextClassifierPreprocessor",
+        "albert_text_classifier_preprocessor",
+    ),
+    "AlbertMaskedLM": ("AlbertMaskedLMPreprocessor", "albert_masked_lm_preprocessor"),
+}
+
+
+def _head_options(task_class: str, config: dict) -> tuple[int | None, dict]:
+    """`(num_classes, head options)` of our model from a keras-hub task's config."""
+    if task_class != "AlbertTextClassifier":
+        return None, {}
+    if config.get("activation") not in (None, "linear"):
+        # Ours returns logits; a softmax inside keras-hub's head would differ silently.
+        raise ValueError(
+            "The keras-hub classifier's `activation` must be linear (logits). Received: "
+            f"activation={config['activation']!r}"
+        )
+    return config["num_classes"], {"dropout": config.get("dropout", 0.1)}
+
+
+def _task_config(task_class: str, model) -> dict:
+    """The keras-hub task's own config fields of `model`."""
+    if task_class != "AlbertTextClassifier":
+        return {}
+    return {"num_classes": model.num_classes, "activation": "linear", "dropout": model.dropout}
+
+
 # What keras-hub fixes and we make configurable: a preset cannot say anything else.
 _KERAS_HUB_FIXED = {"sharing": "all", "activation": "gelu_approximate", "layer_norm_epsilon": 1e-12}
 _BACKBONE_FIELDS = (
@@ -135,20 +171,11 @@ def load_keras_hub_preset(directory: str | os.PathLike, kind: str | None = None)
         )
     own = KERAS_HUB_CLASSES.get(task_class, "backbone")
     backbone = AlbertBackbone.from_albert_config(config)
-    if own == "classification":
-        model = AlbertClassifier(
-            backbone,
-            num_classes=task["config"]["num_classes"],
-            dropout=task["config"].get("dropout", 0.1),
-        )
-        if task["config"].get("activation") not in (None, "linear"):
-            # Ours returns logits; a softmax inside keras-hub's head would differ silently.
-            raise ValueError(
-                "The keras-hub classifier's `activation` must be linear (logits). Received: "
-                f"activation={task['config']['activation']!r}"
-            )
-    elif own == "pretrainer":
+    if own == "pretrainer":
         model = AlbertPretrainer(backbone)
+    elif own != "backbone":
+        num_classes, head = _head_options(task_class, task["config"])
+        model = get_task_type(own).build_model(backbone, num_classes, **head)
     else:
         model = backbone
     files = {"model": read_weights_file(os.path.join(directory, "model.weights.h5"))}
@@ -233,9 +260,10 @@ def write_keras_hub_preset(
     lowercase: bool = True,
     strip_accents: bool = True,
 ) -> None:
-    """Writes `model` (an `AlbertBackbone`, `AlbertClassifier` or `AlbertPretrainer`) as a
-    keras-hub preset directory that `keras_hub.models.AlbertBackbone.from_preset` (and
-    `AlbertTextClassifier.from_preset` / `AlbertMaskedLM.from_preset` for the tasks) loads.
+    """Writes `model` (an `AlbertBackbone`, `AlbertPretrainer`, or the head of a task type that
+    keras-hub has: `AlbertClassifier`) as a keras-hub preset directory that
+    `keras_hub.models.AlbertBackbone.from_preset` (and `AlbertTextClassifier.from_preset` /
+    `AlbertMaskedLM.from_preset` for the tasks) loads.
 
     Args:
         model: the model; an `AlbertPretrainer` becomes an `AlbertMaskedLM` (its
@@ -249,17 +277,14 @@ def write_keras_hub_preset(
         lowercase, strip_accents: the normalization the model was trained with
             (`AlbertTokenizer`'s), written into `vocabulary.spm`'s own normalizer.
     """
-    if isinstance(model, AlbertClassifier):
-        head, task_class = "classification", "AlbertTextClassifier"
-    elif isinstance(model, AlbertPretrainer):
-        head, task_class = "pretrainer", "AlbertMaskedLM"
-    elif isinstance(model, AlbertBackbone):
-        head, task_class = None, None
-    else:
+    kind = model_kind_of(model)
+    if kind not in _KINDS:
         raise ValueError(
-            "`model` must be an AlbertBackbone, AlbertClassifier or AlbertPretrainer to write "
-            f"a keras-hub preset. Received: model={type(model).__name__}"
+            f"`model` must be one of {', '.join(sorted(_KINDS))} (the models keras-hub has) to "
+            f"write a keras-hub preset. Received: model={type(model).__name__}"
         )
+    head = None if kind == "backbone" else kind
+    task_class = None if head is None else _KINDS[kind]
     backbone = model if head is None else model.backbone
     _check_writable(backbone.albert_config)
     tokenizer_model = None
@@ -349,7 +374,7 @@ def _write_preset(
         with open(asset, "wb") as file:
             file.write(tokenizer_model)
         if head is not None:
-            class_name, module = _PREPROCESSORS[head]
+            class_name, module = _PREPROCESSORS[task_class]
             preprocessor_json = _serialized(
                 class_name,
                 module,
@@ -365,18 +390,15 @@ def _write_preset(
     if head is None:
         return
     task_config = {"backbone": backbone_json, "preprocessor": preprocessor_json}
-    if head == "classification":
-        task_config.update(
-            num_classes=model.num_classes, activation="linear", dropout=model.dropout
-        )
-        task_module = "albert_text_classifier"
-    else:
-        task_module = "albert_masked_lm"
+    task_config.update(_task_config(task_class, model))
+    task_module = _TASK_MODULES[task_class]
     task_json = _serialized(task_class, task_module, task_config)
     del task_json["config"]["trainable"], task_json["config"]["dtype"]
     _write_json(os.path.join(directory, "task.json"), task_json)
     files["task"]["optimizer/vars/0"] = np.array(0, "int64")
-    files["task"]["optimizer/vars/1"] = np.array(_TASK_OPTIMIZER_LEARNING_RATES[head], "float32")
+    files["task"]["optimizer/vars/1"] = np.array(
+        _TASK_OPTIMIZER_LEARNING_RATES[task_class], "float32"
+    )
     write_weights_file(
         os.path.join(directory, "task.weights.h5"),
         files["task"],

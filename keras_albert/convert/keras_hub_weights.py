@@ -19,6 +19,7 @@ import numpy as np
 from keras_albert.config import AlbertConfig
 from keras_albert.convert.name_table import Entry
 from keras_albert.models.backbone import shared_blocks
+from keras_albert.tasks.registry import get_task_type
 
 # (our sublayer path, keras-hub sublayer path) inside one transformer block.
 _BLOCK_SUBLAYERS = [
@@ -72,8 +73,10 @@ def keras_hub_name_table(config: AlbertConfig, head: str | None = None) -> list[
 
     Args:
         config: the architecture.
-        head: None (a backbone), "classification" (`AlbertTextClassifier`'s `logits`) or
-            "pretrainer" (`AlbertMaskedLM`'s `mlm_head`; keras-hub has no sentence-order head).
+        head: None (a backbone), "pretrainer" (`AlbertMaskedLM`'s `mlm_head`; keras-hub has no
+            sentence-order head) or the name of a task type whose head keras-hub has
+            (`TaskType.checkpoint_names.keras_hub_head`: "classification",
+            `AlbertTextClassifier`'s `logits`).
     """
     hidden, heads = config.hidden_dim, config.num_heads
     per_head = (hidden, heads, hidden // heads)  # EinsumDense kernels
@@ -107,8 +110,10 @@ def keras_hub_name_table(config: AlbertConfig, head: str | None = None) -> list[
                 variables = norm if our_sublayer.endswith("layer_norm") else ("kernel", "bias")
                 table += entries_for(path, their_path, variables)
     table += entries_for("pooler", "pooled_dense")
-    if head == "classification":
-        table += entries_for("logits", "logits")
+    if head not in (None, "pretrainer"):
+        table += [
+            Entry(*name) for name in get_task_type(head).checkpoint_names.keras_hub_head.names
+        ]
     elif head == "pretrainer":
         table += [
             Entry("masked_lm_head/output_bias", "mlm_head/output_bias"),

@@ -18,7 +18,7 @@ from keras_albert.convert.vocabulary import (
     resolve_normalization,
 )
 from keras_albert.models.task import register_preset_loader
-from keras_albert.tasks.registry import model_kind_of, task_type_of
+from keras_albert.tasks.registry import BASE_MODEL_KINDS, get_task_type, model_kind_of
 from keras_albert.validation import require_int, require_one_of
 
 
@@ -57,8 +57,10 @@ def from_preset(
     require_int("sequence_length", sequence_length, minimum=3, optional=True)
     kind = model_kind_of(model_class)
     model = load_checkpoint(source, model=kind, config=config, num_classes=num_classes)
-    task_type = task_type_of(model)
-    preprocessor_class = None if task_type is None else task_type.preprocessor_class()
+    kind = model_kind_of(model)
+    preprocessor_class = (
+        None if kind in BASE_MODEL_KINDS else get_task_type(kind).preprocessor_class()
+    )
     if preprocessor is False or preprocessor_class is None:
         return model
     if preprocessor == "auto" and vocabulary is None:

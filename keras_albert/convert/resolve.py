@@ -49,7 +49,6 @@ from keras_albert.convert.formats import (
 )
 from keras_albert.convert.huggingface import (
     HF_ARCHITECTURES,
-    hf_labels,
     load_hf_weights,
     read_hf_directory,
 )
@@ -372,10 +371,14 @@ def _load_hf(path: str, kind: str | None, num_classes: int | None):
     if kind == "backbone":
         own = "backbone"  # the heads are skipped, not loaded and dropped
     head = {}
-    if own in ("classification", "token_classification"):  # HF's `classifier` linear
-        num_classes = int(tensors["classifier.weight"].shape[0])  # (num_labels, hidden)
-    if own == "token_classification" and hf_labels(hf_config) is not None:
-        head["labels"] = hf_labels(hf_config)
+    if own not in BASE_MODEL_KINDS:
+        task_type = get_task_type(own)
+        names = task_type.checkpoint_names
+        if task_type.count is not None:
+            num_classes = names.hf_head.count(tensors)  # classifier.weight: (num_labels, hidden)
+        head = dict(names.hf_head.options)
+        if names.hf_head_options is not None:
+            head.update(names.hf_head_options(hf_config))  # a token classifier's tag names
     model = _build(own, AlbertConfig.from_hf_config(hf_config), num_classes, **head)
     # MaskedLM has neither the pooler nor the SOP head: they keep their initialization.
     allow_uninitialized = [r"^pooler/", r"^sentence_order_head/"]
@@ -406,16 +409,15 @@ def _load_tf1(path: str, kind: str | None, config, num_classes: int | None):
         )
     with _reading(path, "TensorFlow checkpoint (its .index and .data files)"):
         tensors = read_tf1_checkpoint(path)
-    own, answerability = tf1_head(tensors)
+    # run_race's head has run_classifier's names: the kind asked for tells them apart.
+    own, original_head = tf1_head(tensors, kind)
     if kind == "backbone":
         own = "backbone"  # the heads are skipped, not loaded and dropped
-    if own == "classification" and kind == "multiple_choice":
-        own = "multiple_choice"  # run_race's head has run_classifier's names, [1, H]
     head = {}
-    if own == "classification":
-        num_classes = int(tensors["output_weights"].shape[0])  # (num_classes, hidden)
-    if answerability is not None:
-        head["answerability"] = answerability
+    if own not in BASE_MODEL_KINDS:
+        if get_task_type(own).count is not None:
+            num_classes = original_head.count(tensors)  # output_weights: (num_classes, hidden)
+        head = dict(original_head.options)
     model = _build(own, resolve_config(config), num_classes, **head)
     load_tf1_weights(model, tensors)
     return model

@@ -1,28 +1,24 @@
 """The original google-research/albert TF1 checkpoints → keras_albert models.
 
 `tf1_name_table` is the declarative mapping from the original variable names (kernels are
-stored 2-D as (in, out), like Keras) to our weight paths. `load_tf1_weights` reads a
-checkpoint with `tf.train.load_checkpoint` (no TF1 graph needed) and assigns through
-`assign_from_table`, so a missing, unused or misshapen tensor is one loud error. Optimizer
-slots and the step counter are ignored by name.
+stored 2-D as (in, out), like Keras) to our weight paths: the backbone's and the pretraining
+heads' here, a task type's head in its record (`TaskType.checkpoint_names.tf1_heads`).
+`load_tf1_weights` reads a checkpoint with `tf.train.load_checkpoint` (no TF1 graph needed)
+and assigns through `assign_from_table`, so a missing, unused or misshapen tensor is one loud
+error. Optimizer slots and the step counter are ignored by name.
 """
 
 import os
+import re
 
 import numpy as np
 
 from keras_albert.config import AlbertConfig
 from keras_albert.convert.name_table import Entry, assign_from_table
 from keras_albert.lazy import require_tensorflow
-from keras_albert.models import (
-    AlbertBackbone,
-    AlbertClassifier,
-    AlbertMultipleChoice,
-    AlbertPretrainer,
-    AlbertTokenClassifier,
-)
 from keras_albert.models.backbone import shared_blocks
-from keras_albert.models.question_answerer import AlbertQuestionAnswerer
+from keras_albert.tasks.registry import TASK_TYPES, get_task_type, model_kind_of
+from keras_albert.tasks.task_type import ForeignHead
 
 # Optimizer state and bookkeeping in released and fine-tuned checkpoints.
 TF1_IGNORE_PATTERNS = (
@@ -35,13 +31,12 @@ TF1_IGNORE_PATTERNS = (
     r"^_CHECKPOINTABLE_OBJECT_GRAPH$",
 )
 
-# The original SQuAD v2.0 head (`squad_utils.create_v2_model`): our AnswerClassHead sublayer →
-# its variable scope. The LayerNorm is TF1 contrib's (`LayerNorm/gamma`, `LayerNorm/beta`).
-_ANSWER_CLASS_HEAD = [
-    ("start_logits_dense", "start_logits/dense"),
-    ("end_logits_dense_0", "end_logits/dense_0"),
-    ("end_logits_dense_1", "end_logits/dense_1"),
-    ("answer_class_dense_0", "answer_class/dense_0"),
+# Every task type's heads in the original code: (task type name, head), in `TASK_TYPES`' order
+# (`run_classifier`'s head before `run_race`'s, which has the same names).
+_TASK_HEADS = [
+    (task_type.name, head)
+    for task_type in TASK_TYPES
+    for head in task_type.checkpoint_names.tf1_heads
 ]
 
 _BLOCK = [  # (our sublayer path, original name inside group_g/inner_group_r)
@@ -63,20 +58,16 @@ def _layer_norm(path: str, name: str) -> list[Entry]:
 
 
 def tf1_name_table(
-    config: AlbertConfig, kind: str | None = None, answerability: str = "null_span"
+    config: AlbertConfig, kind: str | None = None, head: ForeignHead | None = None
 ) -> list[Entry]:
     """Our weight paths ↔ the original variable names.
 
     Args:
         config: the architecture (sharing="all").
-        kind: the model's kind (`keras_albert.tasks.registry.MODEL_KINDS`): None or "backbone"
-            for a backbone, "pretrainer" for the MLM + SOP heads (`cls/...`),
-            "classification" for `run_classifier`'s `output_weights` / `output_bias` (also
-            "multiple_choice", `run_race`'s head: the same names, `output_weights` [1, H]),
-            "question_answering": `run_squad_v1`'s `cls/squad/output_weights` [2, H] /
-            `output_bias` (`answerability` "null_span") or `run_squad_v2`'s answer-class head
-            (`start_logits/`, `end_logits/`, `answer_class/`; `answerability` "answer_class").
-        answerability: the question-answering head's (`AlbertQuestionAnswerer.answerability`).
+        kind: None or "backbone" for a backbone, "pretrainer" for the MLM + SOP heads
+            (`cls/...`); for a task type's head, give `head` instead.
+        head: a task type's head in the original code (`CheckpointNames.tf1_heads`:
+            `run_classifier`'s, `run_race`'s, `run_squad_v1`'s or `run_squad_v2`'s).
     """
     if config.sharing != "all":
         raise ValueError(
@@ -106,29 +97,13 @@ def tf1_name_table(
             Entry("sentence_order_head/dense/kernel", "cls/seq_relationship/output_weights", True),
             Entry("sentence_order_head/dense/bias", "cls/seq_relationship/output_bias"),
         ]
-    elif kind in ("classification", "multiple_choice"):
-        table += [
-            Entry("logits/kernel", "output_weights", transpose=True),
-            Entry("logits/bias", "output_bias"),
-        ]
-    elif kind == "question_answering" and answerability == "null_span":
-        table += [
-            # Stored (2, H): row 0 scores starts, row 1 ends, multiplied with transpose_b=True.
-            Entry("span_logits/kernel", "cls/squad/output_weights", transpose=True),
-            Entry("span_logits/bias", "cls/squad/output_bias"),
-        ]
-    elif kind == "question_answering":
-        for ours, original in _ANSWER_CLASS_HEAD:
-            table += _dense(f"answer_class_head/{ours}", original)
-        table += [
-            *_layer_norm("answer_class_head/end_logits_layer_norm", "end_logits/LayerNorm"),
-            Entry("answer_class_head/answer_class_dense_1/kernel", "answer_class/dense_1/kernel"),
-        ]
     elif kind not in (None, "backbone"):
         raise ValueError(
-            "`kind` must be None, 'backbone', 'pretrainer', 'classification', 'multiple_choice' "
-            f"or 'question_answering' (the original code's heads). Received: kind={kind!r}"
+            "`kind` must be None, 'backbone' or 'pretrainer' (a task type's head is given as "
+            f"`head`). Received: kind={kind!r}"
         )
+    if head is not None:
+        table += [Entry(*name) for name in head.names]
     return table
 
 
@@ -162,56 +137,53 @@ def read_tf1_checkpoint(path: str | os.PathLike) -> dict[str, np.ndarray]:
     return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
 
 
-def tf1_head(tensors) -> tuple[str, str | None]:
-    """The kind of model a checkpoint's heads make ("backbone" when it has none), and the
-    question-answering head's answerability ("null_span": `run_squad_v1`, "answer_class":
-    `run_squad_v2`; None for the other kinds). `run_race`'s head reads as "classification"
-    (the same names)."""
+def tf1_head(tensors, kind: str | None = None) -> tuple[str, ForeignHead | None]:
+    """The kind of model a checkpoint's heads make ("backbone" when it has none), and for a
+    task type's head, which of its original heads it is (`CheckpointNames.tf1_heads`; its
+    `options` are the head's, e.g. `answerability`). Heads of the same names read as the
+    first task type's (`run_race`'s as `run_classifier`'s), unless `kind` (the kind asked
+    for) has that head too."""
     if "cls/predictions/output_bias" in tensors:
         return "pretrainer", None
-    if "output_weights" in tensors:
-        return "classification", None
-    if "cls/squad/output_weights" in tensors:
-        return "question_answering", "null_span"
-    if "answer_class/dense_1/kernel" in tensors:
-        return "question_answering", "answer_class"
+    for name, head in _TASK_HEADS:
+        if head.found_in(tensors):
+            asked = [h for n, h in _TASK_HEADS if n == kind and h.names == head.names]
+            return (kind, asked[0]) if asked else (name, head)
     return "backbone", None
 
 
 def load_tf1_weights(model, tensors) -> None:
-    """Fills an `AlbertBackbone`, `AlbertPretrainer`, `AlbertClassifier` or
-    `AlbertQuestionAnswerer` or `AlbertMultipleChoice` (`run_race`) from TF1 tensors."""
-    if isinstance(model, AlbertTokenClassifier):
-        raise ValueError(
-            "The original ALBERT code has no token classification head; load a backbone from "
-            "the TF1 checkpoint and build an AlbertTokenClassifier on it."
-        )
-    answerability = "null_span"
-    if isinstance(model, AlbertPretrainer):
-        kind, config = "pretrainer", model.backbone.albert_config
-    elif isinstance(model, (AlbertClassifier, AlbertMultipleChoice)):
-        kind, config = "classification", model.backbone.albert_config
-    elif isinstance(model, AlbertQuestionAnswerer):
-        kind, answerability = "question_answering", model.answerability
-        config = model.backbone.albert_config
-    elif isinstance(model, AlbertBackbone):
-        kind, config = None, model.albert_config
-    else:
-        raise ValueError(
-            "`model` must be an AlbertBackbone, AlbertPretrainer or AlbertClassifier. "
-            f"Received: model={type(model).__name__}"
-        )
+    """Fills an `AlbertBackbone`, `AlbertPretrainer` or the head of a task type the original
+    code has (`TaskType.checkpoint_names.tf1_heads`: `AlbertClassifier`,
+    `AlbertMultipleChoice` (`run_race`), `AlbertQuestionAnswerer`) from TF1 tensors."""
+    kind = model_kind_of(model)
+    head = None
+    if kind not in ("backbone", "pretrainer"):
+        heads = get_task_type(kind).checkpoint_names.tf1_heads
+        if not heads:
+            raise ValueError(
+                f"The original ALBERT code has no {kind.replace('_', ' ')} head; load a "
+                f"backbone from the TF1 checkpoint and build an {type(model).__name__} on it."
+            )
+        fitting = [candidate for candidate in heads if candidate.fits(model)]
+        if not fitting:
+            raise ValueError(
+                f"`model` must have one of the original code's {kind} heads "
+                f"({', '.join(repr(dict(h.options)) for h in heads)}). Received: "
+                f"model={type(model).__name__}"
+            )
+        head = fitting[0]
+    config = model.albert_config if kind == "backbone" else model.backbone.albert_config
     ignore = list(TF1_IGNORE_PATTERNS)
-    if kind is None:
+    if kind == "backbone":
         # A backbone may be loaded from any checkpoint: the heads are deliberately left out.
-        ignore += [
-            r"^cls/",
-            r"^output_(weights|bias)$",
-            r"^(start_logits|end_logits|answer_class)/",
-        ]
+        scopes = {"cls"} | {
+            name.split("/")[0] for _, task_head in _TASK_HEADS for _, name, _ in task_head.names
+        }
+        ignore += [f"^({'|'.join(re.escape(scope) for scope in sorted(scopes))})(/|$)"]
     assign_from_table(
         model.weights,
-        tf1_name_table(config, kind, answerability),
+        tf1_name_table(config, kind if head is None else None, head),
         tensors,
         ignore_patterns=ignore,
         source_description="TF1 ALBERT checkpoint",

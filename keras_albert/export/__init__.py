@@ -9,14 +9,18 @@ from keras_albert.lazy import lazy_names
 
 # Where each public name lives; imported when first used, so that without TensorFlow (every
 # export writes a TensorFlow format) `import keras_albert.export` works and a name says in one
-# line what it needs.
+# line what it needs. Every task type's serving module (`TaskType.serving_module`) is here,
+# typed out because reading `TASK_TYPES` would import the models (Keras):
+# tests/test_api.py checks the two agree.
 _PUBLIC = {
     "AlbertServingModule": "keras_albert.serving.saved_model",
     "BatchingParameters": "spec",
     "CheckpointSource": "checkpoint",
     "ExportSpec": "spec",
+    "FillMaskServingModule": "keras_albert.tasks.fill_mask.serving",
     "MultipleChoiceServingModule": "keras_albert.tasks.multiple_choice.serving",
     "QuestionAnsweringServingModule": "keras_albert.tasks.question_answering.serving",
+    "TextEmbeddingServingModule": "keras_albert.tasks.text_embedding.serving",
     "TokenClassificationServingModule": "keras_albert.tasks.token_classification.serving",
     "export_checkpoint": "checkpoint",
     "export_for_serving": "serving_layout",

@@ -18,8 +18,8 @@ import tensorflow as tf
 from keras_albert.export.spec import ExportSpec, resolve_spec
 from keras_albert.models.lora import merged_lora
 from keras_albert.serving.precision import serving_model
-from keras_albert.serving.saved_model import AlbertServingModule, model_task
-from keras_albert.tasks.registry import task_type_of
+from keras_albert.serving.saved_model import AlbertServingModule
+from keras_albert.tasks.registry import BASE_MODEL_KINDS, get_task_type, model_kind_of
 from keras_albert.text.tokenizer import AlbertTokenizer
 
 # The spec's fields that only `AlbertServingModule` reads (a task model's module has its own
@@ -64,13 +64,14 @@ def serving_module(model, tokenizer=None, spec: ExportSpec | None = None, **fiel
     # LoRA adapters merged into their kernels: the served graph multiplies once, as a model
     # fine-tuned in full (a model loaded from a file is merged already).
     model = merged_lora(model)
-    task_type = task_type_of(model)
+    kind = model_kind_of(model)
+    task_type = None if kind in BASE_MODEL_KINDS else get_task_type(kind)
     task_options = spec.own_task_options(None if task_type is None else task_type.name)
     module_class = None if task_type is None else task_type.serving_module_class()
     if module_class is None or module_class is AlbertServingModule:
         if task_options:
             raise ValueError(
-                f"`task_options` must be empty for a {model_task(model)} model. "
+                f"`task_options` must be empty for a {kind} model. "
                 f"Received: task_options={task_options!r}"
             )
         return AlbertServingModule(

@@ -47,9 +47,9 @@ from keras_albert.serving.saved_model import (
     Untracked,
     captured_variables,
     checked_text_inputs,
-    model_task,
     sentencepiece_asset,
 )
+from keras_albert.tasks.registry import model_kind_of
 from keras_albert.text.files import write_atomically
 from keras_albert.text.packing import pack_segments
 from keras_albert.text.tokenizer import AlbertTokenizer
@@ -68,7 +68,7 @@ MASKED_LM_POSITIONS = "masked_lm_positions"
 
 def _encoder_models(model: keras.Model) -> tuple[AlbertBackbone, AlbertPretrainer | None]:
     """A float32 copy of the backbone with every layer's output (and of the pretrainer)."""
-    task = model_task(model)
+    task = model_kind_of(model)
     if task not in ("backbone", "pretrainer"):
         raise TypeError(
             "`model` must be an AlbertBackbone or AlbertPretrainer to export as a TF-Hub "

@@ -13,14 +13,14 @@ from keras_albert.validation import require_positive_int, require_rate
 class AlbertTokenClassifier(AlbertTask):
     """ALBERT for token classification (named entities), as HF `AlbertForTokenClassification`.
 
-    sequence output → dropout → dense(num_labels) at every position. Output: float32 logits
-    `(batch, seq, num_labels)`. Which positions count (the first piece of each word) is the
+    sequence output → dropout → dense(num_classes) at every position. Output: float32 logits
+    `(batch, seq, num_classes)`. Which positions count (the first piece of each word) is the
     data's business: labels of the others are ignored by the loss (see
     `tasks.token_classification.features`).
 
     Args:
         backbone: an `AlbertBackbone` (pretrained or converted).
-        num_labels: int, number of tags (e.g. the BIO tags of the entity types plus "O").
+        num_classes: int, number of tags (e.g. the BIO tags of the entity types plus "O").
         dropout: float, dropout on the sequence output (0.1 as HF's default).
         initializer_range: float, stddev of the truncated-normal kernel initializer.
         labels: optional tag names, one per output in order (e.g. `["O", "B-person", ...]`);
@@ -29,7 +29,7 @@ class AlbertTokenClassifier(AlbertTask):
     Example:
     >>> backbone = AlbertBackbone(vocabulary_size=64, embedding_dim=8, hidden_dim=16,
     ...                           intermediate_dim=32, num_layers=2, num_heads=2)
-    >>> model = AlbertTokenClassifier(backbone, num_labels=5)
+    >>> model = AlbertTokenClassifier(backbone, num_classes=5)
     >>> ids = np.array([[2, 10, 11, 3, 0]])
     >>> model({"token_ids": ids, "segment_ids": np.zeros_like(ids),
     ...        "padding_mask": (ids != 0).astype("int32")}).shape
@@ -40,17 +40,19 @@ class AlbertTokenClassifier(AlbertTask):
     """
 
     def __init__(
-        self, backbone, num_labels, dropout=0.1, initializer_range=0.02, labels=None, **kwargs
+        self, backbone, num_classes=None, dropout=0.1, initializer_range=0.02, labels=None, **kwargs
     ):
+        if "num_labels" in kwargs:  # the name of `num_classes` in configs saved before
+            num_classes = kwargs.pop("num_labels")
         if not isinstance(backbone, AlbertBackbone):
             raise ValueError(f"`backbone` must be an AlbertBackbone. Received: {backbone!r}")
-        require_positive_int("num_labels", num_labels)
+        require_positive_int("num_classes", num_classes)
         require_rate("dropout", dropout)
         if labels is not None:
             labels = list(labels)
-            if len(labels) != num_labels or not all(isinstance(x, str) for x in labels):
+            if len(labels) != num_classes or not all(isinstance(x, str) for x in labels):
                 raise ValueError(
-                    f"`labels` must be {num_labels} strings, one per output. Received: "
+                    f"`labels` must be {num_classes} strings, one per output. Received: "
                     f"labels={labels!r}"
                 )
             if len(set(labels)) != len(labels):
@@ -59,20 +61,20 @@ class AlbertTokenClassifier(AlbertTask):
         self.output_dropout = ReplicaDropout(
             dropout, dtype=backbone.dtype_policy, name="output_dropout"
         )
-        self.output_dense = logits_dense(num_labels, initializer_range, name="logits")
+        self.output_dense = logits_dense(num_classes, initializer_range, name="logits")
         inputs = dict(backbone.input)
         sequence = backbone(inputs)["sequence_output"]
         outputs = self.output_dense(self.output_dropout(sequence))  # float32
         kwargs.setdefault("name", "albert_token_classifier")
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
-        self.num_labels = num_labels
+        self.num_classes = num_classes
         self.dropout = dropout
         self.initializer_range = initializer_range
         self.labels = labels
 
     def task_config(self):
         return {
-            "num_labels": self.num_labels,
+            "num_classes": self.num_classes,
             "dropout": self.dropout,
             "initializer_range": self.initializer_range,
             "labels": self.labels,

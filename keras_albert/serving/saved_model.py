@@ -61,9 +61,11 @@ VOCABULARY_ASSET = "vocab.txt"  # a WordPiece tokenizer's vocabulary, as BERT na
 _TOKEN_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 
 
-def model_task(model: keras.Model) -> str | None:
-    """What `AlbertServingModule` serves `model` as: one of `TASKS`, or None for any other
-    model (a task type's head, served by its own module)."""
+def _serving_task(model: keras.Model) -> str | None:
+    """Which of `TASKS` an `AlbertServingModule` serves `model` as (None: a task type's head,
+    served by its own module). Not the model's kind (`keras_albert.tasks.registry.
+    model_kind_of`, which this base of the serving modules may not import): the module's mode,
+    regression included."""
     if isinstance(model, AlbertClassifier):
         return "regression" if model.num_classes == 1 else "classification"
     if isinstance(model, AlbertPretrainer):
@@ -192,7 +194,7 @@ class AlbertServingModule(tf.Module):
         num_layers: int | None = None,
     ):
         super().__init__(name="albert_serving")
-        task = model_task(model)
+        task = _serving_task(model)
         if task is None:
             raise TypeError(
                 "`model` must be an AlbertClassifier, AlbertBackbone or AlbertPretrainer; other "

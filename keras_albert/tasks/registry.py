@@ -89,22 +89,15 @@ def task_type_for(task: str) -> TaskType:
     return canonical_task(task)[0]
 
 
-def task_type_of(model) -> TaskType | None:
-    """The task type whose head `model` is (an instance of its `model_class`, or the class
-    itself), or None (a backbone, a pretrainer)."""
+def model_kind_of(model) -> str:
+    """What kind of model `model` is (a model or a model class): one of `MODEL_KINDS`, i.e.
+    "backbone", "pretrainer" or the name of the task type whose head it is (an instance of
+    its `model_class`; `get_task_type` gives the record). The one answer to that question:
+    the converters, the export and the serving modules ask it here."""
     model_class = model if isinstance(model, type) else type(model)
     for task_type in TASK_TYPES:
         if issubclass(model_class, task_type.model_class):
-            return task_type
-    return None
-
-
-def model_kind_of(model) -> str:
-    """`model`'s kind (a model or a model class): one of `MODEL_KINDS`."""
-    task_type = task_type_of(model)
-    if task_type is not None:
-        return task_type.name
-    model_class = model if isinstance(model, type) else type(model)
+            return task_type.name
     for kind, base in zip(BASE_MODEL_KINDS, (AlbertBackbone, AlbertPretrainer), strict=True):
         if issubclass(model_class, base):
             return kind

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from types import ModuleType
 
 
@@ -53,6 +53,72 @@ class CheckpointFormat:
 
 
 @dataclasses.dataclass(frozen=True)
+class ForeignHead:
+    """A task type's head in a checkpoint format of another library: its weights' names there.
+
+    Args:
+        names: `(our weight path, their name, transpose)` for each weight of the head, the output
+            kernel first (stored `(outputs, hidden_dim)` where `transpose`: its first dimension
+            counts the classes of a head with a count); `transpose` says the foreign kernel is
+            stored `(out, in)`.
+        options: the head options this head is (`{"answerability": "null_span"}`): a model
+            whose attributes differ has another head, and a checkpoint with these names is
+            built with them.
+    """
+
+    names: tuple[tuple[str, str, bool], ...]
+    options: Mapping = dataclasses.field(default_factory=dict)
+
+    def count(self, tensors) -> int:
+        """The number of outputs of this head in `tensors` (their names → arrays)."""
+        _, name, transpose = self.names[0]
+        shape = tensors[name].shape
+        return int(shape[0] if transpose else shape[-1])
+
+    def found_in(self, tensors) -> bool:
+        """Whether `tensors` (their names → arrays) hold this head (its first name)."""
+        return self.names[0][1] in tensors
+
+    def fits(self, model) -> bool:
+        """Whether `model`'s head options are this head's."""
+        return all(getattr(model, key) == value for key, value in self.options.items())
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckpointNames:
+    """What the checkpoint converters (`keras_albert.convert`) need to read and write a task
+    type's head in the formats of other libraries. The converters hold the backbone's names;
+    a task type declares its head's here.
+
+    Args:
+        hf_architecture: the Hugging Face transformers class of the head
+            (`config.json`'s `architectures`), or None where transformers has none.
+        hf_head: the head's weights under that class's names.
+        hf_pooler: whether that class has the pooler (`AlbertForQuestionAnswering` and
+            `AlbertForTokenClassification` are built without one).
+        hf_config: `(model) → dict`: the head's fields of the Hugging Face `config.json`
+            (`num_labels`, `classifier_dropout_prob`, ...).
+        hf_head_options: `(config.json as a dict) → dict`: the head options a Hugging Face
+            config gives (a token classifier's tag `labels`), or None.
+        tf1_heads: the heads of the original google-research/albert code for the task type
+            (`run_classifier`, `run_squad_v1`/`run_squad_v2`, `run_race`), tried in order when
+            reading a checkpoint; empty where the original code has none.
+        keras_hub_class: the keras-hub task class of the head (`task.json`'s `class_name`),
+            or None where keras-hub has none.
+        keras_hub_head: the head's weights under that class's variable paths.
+    """
+
+    hf_architecture: str | None = None
+    hf_head: ForeignHead | None = None
+    hf_pooler: bool = True
+    hf_config: Callable | None = None
+    hf_head_options: Callable | None = None
+    tf1_heads: tuple[ForeignHead, ...] = ()
+    keras_hub_class: str | None = None
+    keras_hub_head: ForeignHead | None = None
+
+
+@dataclasses.dataclass(frozen=True)
 class TaskType:
     """One task type.
 
@@ -75,7 +141,7 @@ class TaskType:
         export_options: the dataclass of its serving module's own options (flags of
             `tools/export_saved_model.py`), or None.
         count: the model's attribute that counts its outputs when a checkpoint of another
-            kind cannot say it (`num_classes`, `num_labels`): `load_checkpoint` then needs
+            kind cannot say it (`num_classes`): `load_checkpoint` then needs
             `num_classes`; None when the head needs no count.
         from_model: `(loaded model) → model_class or None`: a model of this kind that shares a
             loaded model's weights, head included (fill-mask: a pretrainer's masked-LM head),
@@ -85,6 +151,9 @@ class TaskType:
             None where the task type has none yet.
         checkpoint_format: a `CheckpointFormat` the task type owns (`load_checkpoint` reads
             it, `save_checkpoint(format=its name)` writes it), or None.
+        checkpoint_names: its head's names in other libraries' checkpoints (Hugging Face, the
+            original TF1 code, keras-hub), which the converters read; empty where no other
+            library has the head.
     """
 
     name: str
@@ -101,6 +170,7 @@ class TaskType:
     from_model: Callable | None = None
     preprocessor: str | None = None
     checkpoint_format: CheckpointFormat | None = None
+    checkpoint_names: CheckpointNames = CheckpointNames()
 
     @property
     def trains(self) -> bool:

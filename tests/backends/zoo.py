@@ -37,7 +37,7 @@ MODELS = {
     "pretrainer": lambda: AlbertPretrainer(backbone()),
     "masked_lm": lambda: AlbertMaskedLM(backbone()),
     "classifier": lambda: AlbertClassifier(backbone(), num_classes=3, dropout=0.0),
-    "token_classifier": lambda: AlbertTokenClassifier(backbone(), num_labels=5, dropout=0.0),
+    "token_classifier": lambda: AlbertTokenClassifier(backbone(), num_classes=5, dropout=0.0),
     "question_answerer": lambda: AlbertQuestionAnswerer(backbone(), dropout=0.0),
     "question_answerer_answer_class": lambda: AlbertQuestionAnswerer(
         backbone(), answerability="answer_class", dropout=0.0

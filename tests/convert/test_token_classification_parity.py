@@ -31,7 +31,7 @@ def test_logits_match_hf_albert_for_token_classification(name):
     values = dict(CONFIGS[name], num_labels=13)
     reference = hf_model(transformers.AlbertForTokenClassification, values)
     ours = AlbertTokenClassifier(
-        AlbertBackbone.from_albert_config(config_from_hf(values)), num_labels=13
+        AlbertBackbone.from_albert_config(config_from_hf(values)), num_classes=13
     )
     load_hf_weights(ours, state_dict_numpy(reference))
     inputs = random_inputs(values["vocab_size"], batch_size=4, sequence_length=20, seed=1)
@@ -51,7 +51,7 @@ def test_hf_directory_to_ours_and_back(tmp_path):
     )
     reference.save_pretrained(tmp_path / "hf")
     ours = load_checkpoint(tmp_path / "hf")
-    assert type(ours) is AlbertTokenClassifier and ours.num_labels == 13
+    assert type(ours) is AlbertTokenClassifier and ours.num_classes == 13
     assert ours.labels == TAGS
     inputs = random_inputs(VALUES["vocab_size"], sequence_length=16, seed=3)
     expected = hf_forward(reference, inputs).logits.numpy()
@@ -66,7 +66,7 @@ def test_hf_directory_to_ours_and_back(tmp_path):
 
 def test_ours_to_hf_directory_loads_in_transformers_with_equal_logits(tmp_path):
     backbone = AlbertBackbone.from_albert_config(config_from_hf(VALUES))
-    ours = AlbertTokenClassifier(backbone, num_labels=7, dropout=0.3)
+    ours = AlbertTokenClassifier(backbone, num_classes=7, dropout=0.3)
     rng = np.random.default_rng(0)
     for weight in ours.weights:
         weight.assign(rng.normal(0, 0.2, weight.shape).astype("float32"))
@@ -88,7 +88,7 @@ def test_a_token_classifier_on_a_pretrained_body(tmp_path):
     reference = hf_model(transformers.AlbertModel, CONFIGS["groups_and_inner_repetitions"])
     reference.save_pretrained(tmp_path / "hf")
     backbone = load_checkpoint(tmp_path / "hf", model="backbone")
-    ours = AlbertTokenClassifier(backbone, num_labels=5)
+    ours = AlbertTokenClassifier(backbone, num_classes=5)
     inputs = random_inputs(VALUES["vocab_size"], sequence_length=16, seed=3)
     sequence = to_numpy(backbone(inputs))["sequence_output"]
     kernel, bias = (w.numpy() for w in ours.output_dense.weights)
@@ -100,18 +100,27 @@ def test_a_token_classifier_on_a_pretrained_body(tmp_path):
 def test_keras_file_and_config_round_trip(tmp_path):
     backbone = AlbertBackbone.from_albert_config(config_from_hf(VALUES))
     model = AlbertTokenClassifier(
-        backbone, num_labels=13, dropout=0.0, initializer_range=0.05, labels=TAGS
+        backbone, num_classes=13, dropout=0.0, initializer_range=0.05, labels=TAGS
     )
     check_model_roundtrips(model, random_inputs(VALUES["vocab_size"]), tmp_path)
+
+
+def test_a_config_saved_with_num_labels_loads():
+    """Files saved before the count of tags was named `num_classes` say `num_labels`."""
+    backbone = AlbertBackbone.from_albert_config(config_from_hf(VALUES))
+    config = AlbertTokenClassifier(backbone, num_classes=4, labels=TAGS[:4]).get_config()
+    config["num_labels"] = config.pop("num_classes")
+    restored = AlbertTokenClassifier.from_config(config)
+    assert restored.num_classes == 4 and restored.labels == TAGS[:4]
 
 
 def test_the_original_code_has_no_token_head():
     backbone = AlbertBackbone.from_albert_config(config_from_hf(VALUES))
     with pytest.raises(ValueError, match="no token classification head"):
-        load_tf1_weights(AlbertTokenClassifier(backbone, num_labels=3), {})
-    with pytest.raises(ValueError, match="num_labels"):
-        AlbertTokenClassifier(backbone, num_labels=0)
+        load_tf1_weights(AlbertTokenClassifier(backbone, num_classes=3), {})
+    with pytest.raises(ValueError, match="num_classes"):
+        AlbertTokenClassifier(backbone, num_classes=0)
     with pytest.raises(ValueError, match="`labels` must be 3 strings"):
-        AlbertTokenClassifier(backbone, num_labels=3, labels=["O", "B-x"])
+        AlbertTokenClassifier(backbone, num_classes=3, labels=["O", "B-x"])
     with pytest.raises(ValueError, match="distinct"):
-        AlbertTokenClassifier(backbone, num_labels=2, labels=["O", "O"])
+        AlbertTokenClassifier(backbone, num_classes=2, labels=["O", "O"])

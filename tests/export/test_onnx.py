@@ -45,7 +45,7 @@ KINDS = {
     "classification": lambda backbone: AlbertClassifier(backbone, num_classes=3),
     "question_answering": lambda backbone: AlbertQuestionAnswerer(backbone),
     "multiple_choice": lambda backbone: AlbertMultipleChoice(backbone),
-    "token_classification": lambda backbone: AlbertTokenClassifier(backbone, num_labels=5),
+    "token_classification": lambda backbone: AlbertTokenClassifier(backbone, num_classes=5),
     "fill_mask": lambda backbone: AlbertMaskedLM(backbone),
 }
 SQUAD_RUN = DATA / "legacy_runs" / "finetune_squad_v2"

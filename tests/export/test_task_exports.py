@@ -125,7 +125,7 @@ def task_served(tmp_path_factory):
         "squad": AlbertQuestionAnswerer(AlbertBackbone(**SIZES)),
         "race": AlbertMultipleChoice(AlbertBackbone(**SIZES)),
         "ner": AlbertTokenClassifier(
-            AlbertBackbone(**SIZES), num_labels=len(labels), labels=labels
+            AlbertBackbone(**SIZES), num_classes=len(labels), labels=labels
         ),
     }
     # Random heads give near-uniform outputs; larger head weights make the answers differ.

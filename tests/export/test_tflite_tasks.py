@@ -93,7 +93,7 @@ TASKS = {
     "squad": (lambda: AlbertQuestionAnswerer(AlbertBackbone(**SIZES)), squad_inputs),
     "race": (lambda: AlbertMultipleChoice(AlbertBackbone(**SIZES)), race_inputs),
     "ner": (
-        lambda: AlbertTokenClassifier(AlbertBackbone(**SIZES), num_labels=13),
+        lambda: AlbertTokenClassifier(AlbertBackbone(**SIZES), num_classes=13),
         ner_inputs,
     ),
 }

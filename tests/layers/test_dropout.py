@@ -72,7 +72,7 @@ def test_every_dropout_of_the_models_draws_per_replica():
         AlbertPretrainer(backbone()),
         AlbertClassifier(backbone(), num_classes=2),
         AlbertMultipleChoice(backbone()),
-        AlbertTokenClassifier(backbone(), num_labels=3),
+        AlbertTokenClassifier(backbone(), num_classes=3),
         AlbertQuestionAnswerer(backbone(), answerability="answer_class"),
     ]
     for model in models:

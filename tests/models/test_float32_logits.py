@@ -43,7 +43,7 @@ def test_classifier_and_token_classifier_logits_are_float32(policy):
     features = to_numpy(backbone(inputs))
     assert features["pooled_output"].dtype != np.float32  # the features are 16-bit
     models = ((AlbertClassifier(backbone, num_classes=3), "pooled_output"),
-              (AlbertTokenClassifier(backbone, num_labels=5), "sequence_output"))  # fmt: skip
+              (AlbertTokenClassifier(backbone, num_classes=5), "sequence_output"))  # fmt: skip
     for model, name in models:
         randomize(model.output_dense)
         expected = float32_logits(features[name], *model.output_dense.get_weights())

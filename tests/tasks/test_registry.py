@@ -16,7 +16,7 @@ from keras_albert.commands import command_module
 from keras_albert.convert import MODEL_KINDS, load_checkpoint
 from keras_albert.export import serving_module
 from keras_albert.finetuning.task_choice import choose_task, options_from_flags
-from keras_albert.tasks.registry import TASK_TYPES, get_task_type, task_type_for, task_type_of
+from keras_albert.tasks.registry import TASK_TYPES, get_task_type, model_kind_of, task_type_for
 from keras_albert.text.tokenizer import AlbertTokenizer
 from tests.helpers import tiny_config
 from tests.text._paths import ALBERT_SPM
@@ -109,7 +109,10 @@ def test_reachable_from_load_checkpoint_and_the_export(task_type, tmp_path):
     config = tmp_path / "config.json"
     tiny_config(vocabulary_size=30000, max_sequence_length=128).to_json(config)
     model = load_checkpoint(str(config), model=task_type.name, num_classes=3)
-    assert isinstance(model, task_type.model_class) and task_type_of(model) is task_type
+    assert (
+        isinstance(model, task_type.model_class)
+        and get_task_type(model_kind_of(model)) is task_type
+    )
     assert task_type.name in MODEL_KINDS
     export_command = command_module("export")
     parser = export_command.build_parser()

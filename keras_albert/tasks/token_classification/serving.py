@@ -12,12 +12,12 @@ Signatures of `TokenClassificationServingModule` (an `AlbertTokenClassifier`):
   `words` (`string [batch, max_words]`, the text's own substrings; padding ""), `word_start`,
   `word_end` (`int32`, the word's `[start, end)` character span in the text: code points,
   i.e. Python `str` indices; padding -1), `tags` (`string`, the model's label names; padding
-  ""), `probabilities` (`float32 [batch, max_words, num_labels]`, softmax at the word's first
+  ""), `probabilities` (`float32 [batch, max_words, num_classes]`, softmax at the word's first
   piece; padding 0), and `num_words` (`int32 [batch]`). A word past the packed length (its
   first piece beyond `max_sequence_length - 2`) is tagged "O" with probabilities 0, as the
   evaluation does.
 - `serve_token_ids`: `token_ids`, `segment_ids`, `padding_mask` → `logits`
-  (`float32 [batch, seq, num_labels]`).
+  (`float32 [batch, seq, num_classes]`).
 
 Word → piece alignment is `keras_albert.tasks.token_classification.features.encode_words` (each word
 tokenized on its own, its first piece carries its tag), in the graph; the batch is padded to
@@ -56,7 +56,7 @@ class TokenClassificationServingModule(TaskServingModule):
                 f"`model` must be an AlbertTokenClassifier. Received: model={type(model).__name__}"
             )
         super().__init__(model, tokenizer, max_sequence_length)
-        labels = model.labels or [str(index) for index in range(model.num_labels)]
+        labels = model.labels or [str(index) for index in range(model.num_classes)]
         self.labels = tuple(labels)
         self._finish()
 

@@ -91,7 +91,7 @@ class TokenClassificationTask(FinetuningTask):
     def build_model(self, backbone):
         return AlbertTokenClassifier(
             backbone,
-            num_labels=len(self.labels),
+            num_classes=len(self.labels),
             labels=list(self.labels),
             dropout=self.options.dropout,
             initializer_range=backbone.albert_config.initializer_range,

@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from keras_albert import AlbertBackbone, AlbertClassifier, load_checkpoint
-from keras_albert.tasks.registry import get_task_type, task_type_of
+from keras_albert.tasks.registry import model_kind_of
 from keras_albert.tasks.text_embedding.model import AlbertTextEmbedder, MaskedPooling
 from keras_albert.tasks.text_embedding.preprocessor import AlbertTextEmbedderPreprocessor
 from keras_albert.text.tokenizer import AlbertTokenizer
@@ -104,7 +104,7 @@ def checkpoint(tmp_path_factory):
 def test_load_checkpoint_builds_it_around_any_backbone(checkpoint):
     model = load_checkpoint(checkpoint, model="text_embedding")
     assert isinstance(model, AlbertTextEmbedder)
-    assert task_type_of(model) is get_task_type("text_embedding")
+    assert model_kind_of(model) == "text_embedding"
     classifier = keras.saving.load_model(checkpoint)
     for ours, theirs in zip(model.backbone.weights, classifier.backbone.weights, strict=True):
         np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
