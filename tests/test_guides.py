@@ -63,6 +63,7 @@ GROUP_TOOLS = {
     "english-serving": ["export_saved_model.py", "probe_saved_model.py"],
     "english-checkpoints": ["convert_checkpoint.py"] * 3 + ["export_saved_model.py"] * 2,
     "readme-python": [],
+    "backends-python": [],  # run on JAX by tests/test_doc_blocks.py
     "beam-data": ["create_pretraining_data.py"],
     "chinese": [
         "split_dataset.py", "create_pretraining_data.py", "pretrain.py", "finetune.py",
