@@ -45,6 +45,7 @@ from keras_albert.convert.keras_hub_weights import (
 from keras_albert.convert.name_table import assign_from_table, read_from_table
 from keras_albert.lazy import needs_tensorflow
 from keras_albert.models import AlbertBackbone, AlbertClassifier, AlbertPretrainer
+from keras_albert.models.masked_lm import AlbertMaskedLM
 from keras_albert.text.files import write_atomically
 
 # keras-hub class (config.json / task.json `class_name`) → the kind of model we build for it.
@@ -54,6 +55,8 @@ KERAS_HUB_CLASSES = {
     "AlbertMaskedLM": "pretrainer",
 }
 TOKENIZER_ASSET = os.path.join("assets", "tokenizer", "vocabulary.spm")
+# The models a keras-hub preset holds (an `AlbertPretrainer` as keras-hub's `AlbertMaskedLM`).
+KERAS_HUB_MODELS = (AlbertBackbone, AlbertClassifier, AlbertPretrainer, AlbertMaskedLM)
 
 # A keras-hub task is compiled when built (Adam, `iterations` and `learning_rate`), and loading
 # task.weights.h5 warns unless the file has those two scalars: write what keras-hub's own
@@ -233,13 +236,14 @@ def write_keras_hub_preset(
     lowercase: bool = True,
     strip_accents: bool = True,
 ) -> None:
-    """Writes `model` (an `AlbertBackbone`, `AlbertClassifier` or `AlbertPretrainer`) as a
-    keras-hub preset directory that `keras_hub.models.AlbertBackbone.from_preset` (and
-    `AlbertTextClassifier.from_preset` / `AlbertMaskedLM.from_preset` for the tasks) loads.
+    """Writes `model` (an `AlbertBackbone`, `AlbertClassifier`, `AlbertPretrainer` or
+    `AlbertMaskedLM`) as a keras-hub preset directory that
+    `keras_hub.models.AlbertBackbone.from_preset` (and `AlbertTextClassifier.from_preset` /
+    `AlbertMaskedLM.from_preset` for the tasks) loads.
 
     Args:
         model: the model; an `AlbertPretrainer` becomes an `AlbertMaskedLM` (its
-            sentence-order head is not written: keras-hub has none).
+            sentence-order head is not written: keras-hub has none), as ours is.
         directory: the preset directory: new or empty (it is written beside, then renamed
             into place: a failure leaves nothing that loads).
         vocabulary: the tokenizer's SentencePiece model (keras-hub's ALBERT tokenizer has no
@@ -251,14 +255,14 @@ def write_keras_hub_preset(
     """
     if isinstance(model, AlbertClassifier):
         head, task_class = "classification", "AlbertTextClassifier"
-    elif isinstance(model, AlbertPretrainer):
+    elif isinstance(model, (AlbertPretrainer, AlbertMaskedLM)):
         head, task_class = "pretrainer", "AlbertMaskedLM"
     elif isinstance(model, AlbertBackbone):
         head, task_class = None, None
     else:
         raise ValueError(
-            "`model` must be an AlbertBackbone, AlbertClassifier or AlbertPretrainer to write "
-            f"a keras-hub preset. Received: model={type(model).__name__}"
+            "`model` must be an AlbertBackbone, AlbertClassifier, AlbertPretrainer or "
+            f"AlbertMaskedLM to write a keras-hub preset. Received: model={type(model).__name__}"
         )
     backbone = model if head is None else model.backbone
     _check_writable(backbone.albert_config)
