@@ -18,4 +18,7 @@ TASK_TYPE = TaskType(
     serving_module=(
         "keras_albert.tasks.token_classification.serving:TokenClassificationServingModule"
     ),
+    preprocessor=(
+        "keras_albert.tasks.token_classification.preprocessor:AlbertTokenClassifierPreprocessor"
+    ),
 )
