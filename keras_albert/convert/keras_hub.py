@@ -61,6 +61,18 @@ KERAS_HUB_CLASSES = {
 }
 _KINDS = {kind: class_name for class_name, kind in KERAS_HUB_CLASSES.items()}
 TOKENIZER_ASSET = os.path.join("assets", "tokenizer", "vocabulary.spm")
+# A task type's head written as the keras-hub class of another kind: fill-mask's masked LM is
+# keras-hub's `AlbertMaskedLM`, as a pretrainer is (without its sentence-order head).
+_WRITTEN_AS = {"fill_mask": "pretrainer"}
+
+
+def keras_hub_kind(model) -> str | None:
+    """The kind (`KERAS_HUB_CLASSES`' values) keras-hub's class for `model` is read back as,
+    or None where keras-hub has no class for its head."""
+    kind = model_kind_of(model)
+    kind = _WRITTEN_AS.get(kind, kind)
+    return kind if kind in _KINDS else None
+
 
 # A keras-hub task is compiled when built (Adam, `iterations` and `learning_rate`), and loading
 # task.weights.h5 warns unless the file has those two scalars: write what keras-hub's own
@@ -261,13 +273,13 @@ def write_keras_hub_preset(
     strip_accents: bool = True,
 ) -> None:
     """Writes `model` (an `AlbertBackbone`, `AlbertPretrainer`, or the head of a task type that
-    keras-hub has: `AlbertClassifier`) as a keras-hub preset directory that
+    keras-hub has: `AlbertClassifier`, `AlbertMaskedLM`) as a keras-hub preset directory that
     `keras_hub.models.AlbertBackbone.from_preset` (and `AlbertTextClassifier.from_preset` /
     `AlbertMaskedLM.from_preset` for the tasks) loads.
 
     Args:
         model: the model; an `AlbertPretrainer` becomes an `AlbertMaskedLM` (its
-            sentence-order head is not written: keras-hub has none).
+            sentence-order head is not written: keras-hub has none), as ours is.
         directory: the preset directory: new or empty (it is written beside, then renamed
             into place: a failure leaves nothing that loads).
         vocabulary: the tokenizer's SentencePiece model (keras-hub's ALBERT tokenizer has no
@@ -277,11 +289,11 @@ def write_keras_hub_preset(
         lowercase, strip_accents: the normalization the model was trained with
             (`AlbertTokenizer`'s), written into `vocabulary.spm`'s own normalizer.
     """
-    kind = model_kind_of(model)
-    if kind not in _KINDS:
+    kind = keras_hub_kind(model)
+    if kind is None:
         raise ValueError(
-            f"`model` must be one of {', '.join(sorted(_KINDS))} (the models keras-hub has) to "
-            f"write a keras-hub preset. Received: model={type(model).__name__}"
+            f"`model` must be one of {', '.join(sorted(_KINDS))} or fill_mask (the models "
+            f"keras-hub has) to write a keras-hub preset. Received: model={type(model).__name__}"
         )
     head = None if kind == "backbone" else kind
     task_class = None if head is None else _KINDS[kind]

@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import os
 
-from keras_albert.convert.keras_hub import write_keras_hub_preset
+from keras_albert.convert.keras_hub import keras_hub_kind, write_keras_hub_preset
 from keras_albert.convert.resolve import load_checkpoint
 from keras_albert.convert.vocabulary import (
     find_vocabulary,
     require_vocabulary,
     resolve_normalization,
 )
+from keras_albert.directories import require_new_directory
 from keras_albert.models.task import register_preset_loader
 from keras_albert.tasks.registry import BASE_MODEL_KINDS, get_task_type, model_kind_of
+from keras_albert.text.files import write_atomically
+from keras_albert.text.preprocessing import tokenizer_class
 from keras_albert.validation import require_int, require_one_of
 
 
@@ -68,9 +71,8 @@ def from_preset(
         if vocabulary is None:  # none beside `source` (a preset name): token ids in, as before
             return model
     vocabulary = require_vocabulary(source, vocabulary)
-    from keras_albert.text.tokenizer import AlbertTokenizer  # TensorFlow's
-
-    tokenizer = AlbertTokenizer(
+    # TensorFlow's `AlbertTokenizer`; where it is not installed, the Python half.
+    tokenizer = tokenizer_class()(
         vocabulary, **resolve_normalization(source, lowercase, strip_accents)
     )
     config = model.backbone.albert_config
@@ -80,9 +82,22 @@ def from_preset(
 
 
 def save_to_preset(model, directory: str | os.PathLike) -> None:
-    """Writes `model` (a backbone, a classifier or a pretrainer), and the tokenizer of the
-    preprocessor it carries, as a keras-hub preset directory (`write_keras_hub_preset`): the
-    one writer of the conversion tool's `--format keras_hub` and of `model.save_to_preset`."""
+    """Writes `model` (a backbone, a classifier, a pretrainer or a masked LM), and the tokenizer
+    of the preprocessor it carries, as a keras-hub preset directory (`write_keras_hub_preset`):
+    the one writer of the conversion tool's `--format keras_hub` and of `model.save_to_preset`.
+
+    A head keras-hub has no class for (a token classifier, ...) is written as the directory's
+    one `model.keras` file, its preprocessor (tokenizer, normalization, length) inside, which
+    `from_preset` reads back as it was."""
+    if keras_hub_kind(model) is None:
+        require_new_directory("directory", directory)
+        write_atomically(
+            os.fspath(directory),
+            lambda path: model.save(os.path.join(path, "model.keras")),
+            directory=True,
+            name="directory",
+        )
+        return
     preprocessor = getattr(model, "preprocessor", None)
     if preprocessor is None:
         write_keras_hub_preset(model, directory)

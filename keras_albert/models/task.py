@@ -3,6 +3,7 @@ preprocessor they may carry, `from_preset`)."""
 
 import keras
 
+from keras_albert._startup import tensorflow_installed
 from keras_albert.models.functional import FunctionalModel
 
 # `from_preset`'s and `save_to_preset`'s implementations, set by `keras_albert.convert.presets`
@@ -84,31 +85,47 @@ class AlbertTask(FunctionalModel):
             config["preprocessor"] = keras.saving.deserialize_keras_object(config["preprocessor"])
         return cls(**config)
 
-    def _preprocessed(self, x, y, sample_weight, batch_size):
+    def _preprocessed(self, x, y, sample_weight, batch_size) -> dict:
+        """Keras's `x` (and `y`, `sample_weight`, `batch_size`) for raw inputs: a
+        `tf.data.Dataset` mapped through the preprocessor; where TensorFlow is not installed,
+        the arrays the preprocessor's Python path gives (`TokenizerPreprocessor.PYTHON_PATH`)."""
+        if not tensorflow_installed():
+            x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(
+                self.preprocessor(x, y, sample_weight)
+            )
+            return {"x": x, "y": y, "sample_weight": sample_weight, "batch_size": batch_size}
         from keras_albert.text.preprocessing import preprocessed_dataset  # TensorFlow's
 
-        return preprocessed_dataset(self.preprocessor, x, y, sample_weight, batch_size)
+        return {"x": preprocessed_dataset(self.preprocessor, x, y, sample_weight, batch_size)}
 
     def fit(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
         if self.preprocessor is None:
             return super().fit(x, y, batch_size=batch_size, sample_weight=sample_weight, **kwargs)
         validation_data = kwargs.pop("validation_data", None)
         if validation_data is not None:
-            validation_data = self._preprocessed(*_unpacked(validation_data), batch_size=batch_size)
-        dataset = self._preprocessed(x, y, sample_weight, batch_size)
-        return super().fit(dataset, validation_data=validation_data, **kwargs)
+            inputs = self._preprocessed(*_unpacked(validation_data), batch_size=batch_size)
+            validation_data = (
+                inputs["x"]
+                if len(inputs) == 1
+                else keras.utils.pack_x_y_sample_weight(
+                    inputs["x"], inputs["y"], inputs["sample_weight"]
+                )
+            )
+        inputs = self._preprocessed(x, y, sample_weight, batch_size)
+        return super().fit(**inputs, validation_data=validation_data, **kwargs)
 
     def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
         if self.preprocessor is None:
             return super().evaluate(
                 x, y, batch_size=batch_size, sample_weight=sample_weight, **kwargs
             )
-        return super().evaluate(self._preprocessed(x, y, sample_weight, batch_size), **kwargs)
+        return super().evaluate(**self._preprocessed(x, y, sample_weight, batch_size), **kwargs)
 
     def predict(self, x, batch_size=None, **kwargs):
         if self.preprocessor is None:
             return super().predict(x, batch_size=batch_size, **kwargs)
-        return super().predict(self._preprocessed(x, None, None, batch_size), **kwargs)
+        inputs = self._preprocessed(x, None, None, batch_size)
+        return super().predict(inputs["x"], batch_size=inputs.get("batch_size"), **kwargs)
 
 
 def _unpacked(validation_data) -> tuple:

@@ -5,7 +5,9 @@ inputs through it, as keras-hub's `Task` does.
 A task model that carries a preprocessor (`model.preprocessor`, `keras_albert.models.task`)
 takes raw inputs (strings, pairs of strings) in `fit`, `predict` and `evaluate`: they become a
 `tf.data.Dataset` (`preprocessed_dataset`) mapped through the preprocessor, whose graph is the
-tokenizer's and the packer's, the same ops the string-in SavedModel runs.
+tokenizer's and the packer's, the same ops the string-in SavedModel runs. Where TensorFlow is
+not installed (JAX, PyTorch), a preprocessor with a Python path (`PYTHON_PATH`) holds the
+tokenizer's Python half (`PythonTokenizer`) and is called on the raw inputs themselves.
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ from __future__ import annotations
 import os
 
 import keras
-import tensorflow as tf
 
-from keras_albert.text.tokenizer import AlbertTokenizer
+from keras_albert._startup import tensorflow_installed
+from keras_albert.lazy import require_tensorflow
+from keras_albert.text.python_tokenizer import PythonTokenizer
 from keras_albert.validation import require_int
 
 # The file, in the layer's assets directory of a `.keras` file, that holds the tokenizer's
@@ -42,15 +45,18 @@ class TokenizerPreprocessor(keras.layers.Layer):
     # Segments a row of `x` may hold: 1 (`x` a string tensor), or 2 (a tuple of two: sentence
     # pairs packed into one sequence, as a classifier takes them).
     MAX_SEGMENTS = 1
+    # Whether the preprocessor also runs in Python on raw inputs (lists of texts), where
+    # TensorFlow is not installed: then it holds a `PythonTokenizer`.
+    PYTHON_PATH = False
 
-    def __init__(self, tokenizer: AlbertTokenizer | None = None, sequence_length=512, **kwargs):
+    def __init__(self, tokenizer: PythonTokenizer | None = None, sequence_length=512, **kwargs):
         tokenizer_config = kwargs.pop("tokenizer_config", None)
         super().__init__(**kwargs)
         # Strings in, ragged tensors inside: no conversion of the inputs, no autocasting.
         self._convert_input_args = False
         self._allow_non_tensor_positional_args = True
         require_int("sequence_length", sequence_length, minimum=3)
-        if tokenizer is not None and not isinstance(tokenizer, AlbertTokenizer):
+        if tokenizer is not None and not isinstance(tokenizer, PythonTokenizer):
             raise ValueError(
                 f"`tokenizer` must be an AlbertTokenizer. Received: tokenizer={tokenizer!r}"
             )
@@ -60,12 +66,14 @@ class TokenizerPreprocessor(keras.layers.Layer):
         self._set_tokenizer(tokenizer)
         self.built = True
 
-    def _set_tokenizer(self, tokenizer: AlbertTokenizer | None) -> None:
+    def _set_tokenizer(self, tokenizer: PythonTokenizer | None) -> None:
         self._tokenizer = tokenizer
-        self._packer = None if tokenizer is None else tokenizer.packer(self.sequence_length)
+        # The packer is TensorFlow's: an `AlbertTokenizer` has one.
+        packer = getattr(tokenizer, "packer", None)
+        self._packer = None if packer is None else packer(self.sequence_length)
 
     @property
-    def tokenizer(self) -> AlbertTokenizer:
+    def tokenizer(self) -> PythonTokenizer:
         if self._tokenizer is None:
             raise ValueError(
                 "The preprocessor has no tokenizer yet: one made from a config gets it from "
@@ -87,6 +95,7 @@ class TokenizerPreprocessor(keras.layers.Layer):
     def pack(self, segments: list) -> dict:
         """Model inputs of one or two `(batch,)` string tensors: token ids of each segment,
         packed to `sequence_length` (int32 `token_ids`, `segment_ids`, `padding_mask`)."""
+        tf = require_tensorflow(type(self).__name__)
         ids = tuple(self.tokenizer(tf.convert_to_tensor(segment)) for segment in segments)
         packed = self._packer(ids)
         return {
@@ -119,13 +128,23 @@ class TokenizerPreprocessor(keras.layers.Layer):
     def load_assets(self, dir_path):
         with open(os.path.join(dir_path, VOCABULARY_ASSET), "rb") as file:
             proto = file.read()
-        self._set_tokenizer(AlbertTokenizer(proto, **self._tokenizer_options()))
+        self._set_tokenizer(tokenizer_class()(proto, **self._tokenizer_options()))
+
+
+def tokenizer_class() -> type:
+    """`AlbertTokenizer` (TensorFlow's), or `PythonTokenizer` where TensorFlow is not installed."""
+    if not tensorflow_installed():
+        return PythonTokenizer
+    from keras_albert.text.tokenizer import AlbertTokenizer
+
+    return AlbertTokenizer
 
 
 def preprocessed_dataset(preprocessor, x, y=None, sample_weight=None, batch_size=None):
     """`x` (and `y`, `sample_weight`) as a `tf.data.Dataset` of batches mapped through
     `preprocessor`: a dataset of raw batches as it is, arrays or lists in batches of
     `batch_size` (default `DEFAULT_BATCH_SIZE`), as keras-hub's `Task` does."""
+    tf = require_tensorflow(f"{type(preprocessor).__name__} in `fit`, `predict` or `evaluate`")
     if isinstance(x, tf.data.Dataset):
         if y is not None or sample_weight is not None:
             raise ValueError(
@@ -135,7 +154,9 @@ def preprocessed_dataset(preprocessor, x, y=None, sample_weight=None, batch_size
         dataset = x
     else:
         batch_size = DEFAULT_BATCH_SIZE if batch_size is None else batch_size
-        data = keras.utils.pack_x_y_sample_weight(_as_tensors(x), y, sample_weight)
+        data = keras.utils.pack_x_y_sample_weight(
+            _as_tensors(x), _as_tensor(y), _as_tensor(sample_weight)
+        )
         dataset = tf.data.Dataset.from_tensor_slices(data).batch(batch_size)
     return dataset.map(preprocessor, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 
@@ -143,5 +164,16 @@ def preprocessed_dataset(preprocessor, x, y=None, sample_weight=None, batch_size
 def _as_tensors(x):
     # A tuple of text columns (pairs) stays a tuple; a list of strings is one column.
     if isinstance(x, tuple):
-        return tuple(tf.convert_to_tensor(column) for column in x)
-    return tf.convert_to_tensor(x)
+        return tuple(_as_tensor(column) for column in x)
+    return _as_tensor(x)
+
+
+def _as_tensor(column):
+    import tensorflow as tf
+
+    if column is None:
+        return None
+    # Lists of lists (words of sentences, their labels) are ragged.
+    if isinstance(column, list) and any(isinstance(row, (list, tuple)) for row in column):
+        return tf.ragged.constant(column)
+    return tf.convert_to_tensor(column)

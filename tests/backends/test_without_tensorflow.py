@@ -8,10 +8,18 @@ KERAS_ALBERT_PYTHON_WITHOUT_TENSORFLOW), as CI runs it; a bare `pytest` without 
 environment runs the same script here, with TensorFlow made unimportable.
 """
 
+import json
 import os
 import subprocess
 import sys
 
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_albert import AlbertBackbone
+from keras_albert.models import AlbertMaskedLM
+from keras_albert.tasks.fill_mask.preprocessor import AlbertMaskedLMPreprocessor
 from keras_albert.text.tokenizer import AlbertTokenizer
 from tests.backends.conftest import run_on_backend
 from tests.text.text_data import ALBERT_MODEL
@@ -58,3 +66,39 @@ def test_models_and_converters_work_without_tensorflow(tmp_path):
     }
     for name in ("tool", "command"):
         assert results[name] == [1, [f"error: `keras-albert export` {NEEDS_TENSORFLOW}"]], name
+
+
+def test_fill_mask_predicts_on_texts_without_tensorflow_as_with_it(tmp_path):
+    # A masked LM and its preprocessor saved here (TensorFlow), loaded there (JAX, no
+    # TensorFlow: the tokenizer's Python path); `predict` on the same texts gives the same logits.
+    keras.utils.set_random_seed(0)
+    backbone = AlbertBackbone(
+        vocabulary_size=30000, embedding_dim=8, hidden_dim=16, intermediate_dim=32,
+        num_layers=2, num_heads=2, max_sequence_length=32,
+    )  # fmt: skip
+    preprocessor = AlbertMaskedLMPreprocessor(AlbertTokenizer(ALBERT_MODEL), sequence_length=32)
+    model = AlbertMaskedLM(backbone, preprocessor=preprocessor)
+    model.save(tmp_path / "masked_lm.keras")
+    texts = [
+        "The capital of France is [MASK].",
+        "A text without a mask.",
+        "[MASK]s are 2,000[MASK]",
+    ]
+    expected = model.predict(texts, verbose=0)
+    python = os.environ.get("KERAS_ALBERT_PYTHON_WITHOUT_TENSORFLOW")
+    results = run_on_backend(
+        "fill_mask_without_tensorflow_run.py",
+        "jax",
+        str(tmp_path),
+        str(tmp_path / "masked_lm.keras"),
+        json.dumps(texts),
+        tensorflow=bool(python),
+        python=python or sys.executable,
+    )
+    assert results["tensorflow_loaded"] is False
+    assert results["tokenizer"] == "PythonTokenizer"
+    assert (
+        results["mask_positions"]
+        == preprocessor(tf.constant(texts))["mask_positions"].numpy().tolist()
+    )
+    np.testing.assert_allclose(np.array(results["logits"]), expected, atol=1e-5, rtol=0)

@@ -27,33 +27,23 @@ first made valid UTF-8 (invalid bytes become U+FFFD), as the tokenizer does.
 
 from __future__ import annotations
 
-import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
-from sentencepiece import sentencepiece_model_pb2
 
-from keras_albert.text.normalization import to_text, whitespace_class
-from keras_albert.text.packing import concat_rows
-from keras_albert.text.sentencepiece_model import (
-    SPIECE_UNDERLINE,
-    load_processor,
-    split_digit_comma,
-    split_digit_comma_graph,
+from keras_albert.tasks.fill_mask.python_features import (
+    _WORD,
+    WORDPIECE_CONTINUATION,
+    PythonMaskedTextEncoder,
+    pack,
+    without_dummy_prefix,
 )
+from keras_albert.text.normalization import whitespace_class
+from keras_albert.text.packing import concat_rows
+from keras_albert.text.sentencepiece_model import SPIECE_UNDERLINE, split_digit_comma_graph
 from keras_albert.text.tokenizer import AlbertTokenizer
 
-WORDPIECE_CONTINUATION = "##"
-# A one-letter word that normalizes to itself and joins no neighbour (see `_continues`).
-_WORD = "x"
-
-
-def without_dummy_prefix(model: bytes) -> bytes:
-    """The serialized SentencePiece `model` with `add_dummy_prefix` off (same pieces, same ids):
-    it tokenizes "s are" as "s", "▁are", not "▁s", "▁are"."""
-    proto = sentencepiece_model_pb2.ModelProto()
-    proto.ParseFromString(model)
-    proto.normalizer_spec.add_dummy_prefix = False
-    return proto.SerializeToString()
+# The Python half (no TensorFlow), named here too: the module is the features' one home.
+__all__ = ["MaskedTextEncoder", "PythonMaskedTextEncoder", "pack", "without_dummy_prefix"]
 
 
 def valid_utf8_graph(text: tf.Tensor) -> tf.Tensor:
@@ -63,84 +53,31 @@ def valid_utf8_graph(text: tf.Tensor) -> tf.Tensor:
     )
 
 
-class MaskedTextEncoder(tf.Module):
+class MaskedTextEncoder(PythonMaskedTextEncoder, tf.Module):
     """Token ids of texts holding the mask token, and texts with a mask filled; the Python
-    methods (`encode`, `filled_text`) and the graph ones (`encode_graph`, `filled_texts_graph`)
-    give the same results (see the module docstring for the rules).
+    methods (`encode`, `filled_text`: `PythonMaskedTextEncoder`'s) and the graph ones
+    (`encode_graph`, `filled_texts_graph`) give the same results (see the module docstring for
+    the rules).
 
     Args:
         tokenizer: the model's `AlbertTokenizer`.
     """
 
     def __init__(self, tokenizer: AlbertTokenizer):
-        super().__init__(name="masked_text_encoder")
+        tf.Module.__init__(self, name="masked_text_encoder")
         if not isinstance(tokenizer, AlbertTokenizer):
             raise TypeError(
                 "`tokenizer` must be an AlbertTokenizer. "
                 f"Received: tokenizer={type(tokenizer).__name__}"
             )
-        self.tokenizer = tokenizer
-        self.mask_id = tokenizer.mask_id
-        self.mask_token = tokenizer.id_to_piece(tokenizer.mask_id)  # "[MASK]"
-        self.wordpiece = tokenizer.wordpiece
+        PythonMaskedTextEncoder.__init__(self, tokenizer)
         if self.wordpiece:
             return
         model = tokenizer.serialized_model
         continuation = without_dummy_prefix(model)
-        # Python: the continuation model's pieces, re-split with the ordinary model's.
-        self._processor = load_processor(model, model)
-        self._continuation_processor = load_processor(continuation, continuation)
-        # Graph: the same two models in TF Text (their ids are the same: the same pieces).
+        # The same two models in TF Text (their ids are the same: the same pieces).
         self._sentencepiece = tf_text.SentencepieceTokenizer(model=model, out_type=tf.string)
         self._continuation = tf_text.SentencepieceTokenizer(model=continuation, out_type=tf.string)
-
-    # ----------------------------------------------------------------------------------------
-    # Python.
-
-    def encode(self, text: str | bytes) -> list[int]:
-        """Token ids of `text` (no [CLS]/[SEP]), the mask id for every mask token."""
-        ids = []
-        for index, part in enumerate(to_text(text).split(self.mask_token)):
-            if index:
-                ids.append(self.mask_id)
-            if index and self._continues(part):
-                ids += self._encode_continuation(part)
-            else:
-                ids += self.tokenizer.encode(part)
-        return ids
-
-    def _continues(self, part: str) -> bool:
-        # Whether the part, after a mask, begins with what normalizes to no whitespace: a
-        # letter normalized after a stand-in for the masked word is not followed by a space.
-        # (Not on the raw text: after "[MASK]", U+0301 + " café" loses the accent, starts a word.)
-        return not self.wordpiece and self.tokenizer.normalize(_WORD + part)[1:2] not in ("", " ")
-
-    def _encode_continuation(self, part: str) -> list[int]:
-        pieces = []
-        for piece in self._continuation_processor.encode(
-            self.tokenizer.normalize(part), out_type=str
-        ):
-            if len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit():
-                pieces += split_digit_comma(self._processor, piece)
-            else:
-                pieces.append(piece)
-        return self._processor.piece_to_id(pieces) if pieces else []
-
-    def fill(self, piece: str) -> str:
-        """What a mask becomes when filled with `piece` (before the space rule)."""
-        if self.wordpiece:
-            return piece.removeprefix(WORDPIECE_CONTINUATION)
-        return piece.replace(SPIECE_UNDERLINE, " ")
-
-    def filled_text(self, text: str | bytes, mask_index: int, piece: str) -> str:
-        """`text` with its `mask_index`-th mask token replaced by `piece`, the others kept."""
-        parts = to_text(text).split(self.mask_token)
-        before = self.mask_token.join(parts[: mask_index + 1])
-        after = self.mask_token.join(parts[mask_index + 1 :])
-        fill = self.fill(piece)
-        if fill.startswith(" ") and (before == "" or before[-1].isspace()):
-            fill = fill[1:]
-        return before + fill + after
 
     # ----------------------------------------------------------------------------------------
     # Graph.
@@ -232,27 +169,6 @@ def _part_places(parts: tf.RaggedTensor) -> tuple[tf.Tensor, tf.Tensor]:
 # Packing: [CLS] ids [SEP], padded to the longest; the masks found by their id.
 
 
-def pack(rows: list[list[int]], tokenizer: AlbertTokenizer) -> dict[str, np.ndarray]:
-    """The model inputs of encoded texts (`MaskedTextEncoder.encode`), padded to the longest,
-    `mask_positions` padded with 0 (the [CLS] position, whose prediction is ignored)."""
-    sequences = [[tokenizer.cls_id, *ids, tokenizer.sep_id] for ids in rows]
-    length = max(len(sequence) for sequence in sequences)
-    token_ids = np.full((len(rows), length), tokenizer.pad_id, np.int32)
-    padding_mask = np.zeros((len(rows), length), np.int32)
-    positions = [[i for i, t in enumerate(s) if t == tokenizer.mask_id] for s in sequences]
-    mask_positions = np.zeros((len(rows), max(len(p) for p in positions)), np.int32)
-    for row, (sequence, found) in enumerate(zip(sequences, positions, strict=True)):
-        token_ids[row, : len(sequence)] = sequence
-        padding_mask[row, : len(sequence)] = 1
-        mask_positions[row, : len(found)] = found
-    return {
-        "token_ids": token_ids,
-        "segment_ids": np.zeros_like(token_ids),
-        "padding_mask": padding_mask,
-        "mask_positions": mask_positions,
-    }
-
-
 def pack_graph(ids: tf.RaggedTensor, tokenizer: AlbertTokenizer) -> dict[str, tf.Tensor]:
     """`pack` in the graph, without `mask_positions` (`mask_positions_graph` finds them)."""
     batch_size = ids.nrows()
@@ -271,11 +187,44 @@ def pack_graph(ids: tf.RaggedTensor, tokenizer: AlbertTokenizer) -> dict[str, tf
     }
 
 
-def mask_positions_graph(token_ids: tf.Tensor, padding_mask: tf.Tensor, mask_id: int):
+def pack_texts_graph(
+    encoder: MaskedTextEncoder, text: tf.Tensor, max_sequence_length: int, caller: str
+) -> dict[str, tf.Tensor]:
+    """`[CLS] text [SEP]` token inputs of a `[batch]` string tensor (`encode_graph`, then
+    `pack_graph`), padded to the longest: what the SavedModel and the preprocessor feed the
+    model. A text longer than `max_sequence_length` is an InvalidArgumentError that names
+    `caller` and gives the length (never truncated: a mask could be cut off)."""
+    ids = encoder.encode_graph(text)  # (batch, None)
+    # A batch of 0 gives the int64 minimum, which passes.
+    longest = tf.reduce_max(ids.row_lengths()) + 2
+    check = tf.debugging.Assert(
+        longest <= max_sequence_length,
+        [
+            f"{caller}: a text is longer than max_sequence_length={max_sequence_length} tokens "
+            "with [CLS] and [SEP]; its length:",
+            longest,
+        ],
+    )
+    with tf.control_dependencies([check]):
+        return pack_graph(ids, encoder.tokenizer)
+
+
+def mask_positions_graph(
+    token_ids: tf.Tensor, padding_mask: tf.Tensor, mask_id: int, max_masks: int | None = None
+):
     """The positions of the mask id in packed `token_ids`: `(batch, max_masks)` int32 padded
-    with 0, and the number of masks per row `(batch,)` int32."""
+    with 0 (by default `max_masks` is the most masks of a row; a row with more than a given
+    `max_masks` is an InvalidArgumentError), and the number of masks per row `(batch,)` int32."""
     found = tf.where(tf.equal(token_ids, mask_id) & tf.not_equal(padding_mask, 0))  # (n, 2)
     positions = tf.RaggedTensor.from_value_rowids(
         tf.cast(found[:, 1], tf.int32), found[:, 0], nrows=tf.shape(token_ids, tf.int64)[0]
     )
-    return positions.to_tensor(0), tf.cast(positions.row_lengths(), tf.int32)
+    num_masks = tf.cast(positions.row_lengths(), tf.int32)
+    if max_masks is None:
+        return positions.to_tensor(0), num_masks
+    check = tf.debugging.Assert(
+        tf.reduce_all(num_masks <= max_masks),
+        [f"a text holds more than mask_selection_length={max_masks} masks; its masks:", num_masks],
+    )
+    with tf.control_dependencies([check]):
+        return positions.to_tensor(0, shape=[None, max_masks]), num_masks

@@ -22,7 +22,7 @@ import numpy as np
 from keras_albert.models.masked_lm import masked_lm_from
 from keras_albert.serving.saved_model import checked_text_inputs
 from keras_albert.tasks.fill_mask import defaults
-from keras_albert.tasks.fill_mask.features import MaskedTextEncoder, pack
+from keras_albert.tasks.fill_mask.preprocessor import AlbertMaskedLMPreprocessor
 from keras_albert.text.tokenizer import AlbertTokenizer
 from keras_albert.validation import require_positive_int
 
@@ -84,25 +84,30 @@ def fill_mask(
         raise TypeError(
             f"`texts` must be a sequence of texts, not a single text. Received: texts={texts!r}"
         )
-    encoder = MaskedTextEncoder(tokenizer)
-    encoded = []
-    for index, text in enumerate(texts):
-        ids = encoder.encode(text)
-        if len(ids) + 2 > max_sequence_length:
-            raise ValueError(
-                f"`texts` must each be at most max_sequence_length={max_sequence_length} tokens "
-                f"with [CLS] and [SEP]. Received: texts[{index}] of {len(ids) + 2} tokens"
-            )
-        encoded.append(ids)
-
+    if not texts:
+        return []
+    # The preprocessor's Python path: the ids `predict` on texts and the SavedModel give.
+    preprocessor = AlbertMaskedLMPreprocessor(
+        tokenizer, sequence_length=max_sequence_length, mask_selection_length=None
+    )
+    inputs = preprocessor.pack_texts_python(texts)  # every text checked before the model runs
+    num_masks = np.sum(
+        (inputs["token_ids"] == tokenizer.mask_id) & (inputs["padding_mask"] != 0), 1
+    )
+    encoder = preprocessor.encoder
     results = []
-    for start in range(0, len(encoded), batch_size):
-        rows = encoded[start : start + batch_size]
-        ids, probabilities = top_k_predictions(model, pack(rows, tokenizer), top_k)
-        for offset, row in enumerate(rows):
+    for start in range(0, len(texts), batch_size):
+        batch = slice(start, start + batch_size)
+        # The batch's own longest text and most masks (the arrays are padded to all texts').
+        length = int(inputs["padding_mask"][batch].sum(axis=1).max())
+        most = int(num_masks[batch].max())
+        rows = {name: value[batch, : most if name == "mask_positions" else length]
+                for name, value in inputs.items()}  # fmt: skip
+        ids, probabilities = top_k_predictions(model, rows, top_k)
+        for offset in range(len(ids)):
             text = texts[start + offset]
             masks = []
-            for mask_index in range(row.count(encoder.mask_id)):
+            for mask_index in range(num_masks[start + offset]):
                 candidates = []
                 for token_id, probability in zip(
                     ids[offset, mask_index], probabilities[offset, mask_index], strict=True

@@ -27,6 +27,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from keras_albert.models.masked_lm import masked_lm_from
+from keras_albert.serving.saved_model import SERVING_DEFAULT
 from keras_albert.serving.task_serving import (
     TaskServingModule,
 )
@@ -34,7 +35,7 @@ from keras_albert.tasks.fill_mask import defaults
 from keras_albert.tasks.fill_mask.features import (
     MaskedTextEncoder,
     mask_positions_graph,
-    pack_graph,
+    pack_texts_graph,
 )
 from keras_albert.tasks.fill_mask.predict import check_top_k
 
@@ -71,20 +72,9 @@ class FillMaskServingModule(TaskServingModule):
 
     def pack(self, text: tf.Tensor) -> dict:
         """`[CLS] text [SEP]` token inputs of a `[batch]` string tensor, padded to the longest;
-        an InvalidArgumentError naming the length when a text is too long."""
-        ids = self.encoder.encode_graph(text)  # (batch, None)
-        # A batch of 0 gives the int64 minimum, which passes.
-        longest = tf.reduce_max(ids.row_lengths()) + 2
-        check = tf.debugging.Assert(
-            longest <= self.max_sequence_length,
-            [
-                f"serving_default: a text is longer than max_sequence_length="
-                f"{self.max_sequence_length} tokens with [CLS] and [SEP]; its length:",
-                longest,
-            ],
-        )
-        with tf.control_dependencies([check]):
-            return pack_graph(ids, self.tokenizer)
+        an InvalidArgumentError naming the length when a text is too long (`pack_texts_graph`,
+        the preprocessor's too)."""
+        return pack_texts_graph(self.encoder, text, self.max_sequence_length, SERVING_DEFAULT)
 
     def predict(self, inputs: dict) -> dict:
         """The top-k tokens at the mask ids of packed token inputs (padded as documented)."""

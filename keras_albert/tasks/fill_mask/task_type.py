@@ -16,4 +16,5 @@ TASK_TYPE = TaskType(
     defaults=defaults,
     serving_module="keras_albert.tasks.fill_mask.serving:FillMaskServingModule",
     export_options=FillMaskServingOptions,
+    preprocessor="keras_albert.tasks.fill_mask.preprocessor:AlbertMaskedLMPreprocessor",
 )

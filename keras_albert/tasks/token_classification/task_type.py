@@ -53,4 +53,7 @@ TASK_TYPE = TaskType(
         "keras_albert.tasks.token_classification.serving:TokenClassificationServingModule"
     ),
     checkpoint_names=CHECKPOINT_NAMES,
+    preprocessor=(
+        "keras_albert.tasks.token_classification.preprocessor:AlbertTokenClassifierPreprocessor"
+    ),
 )
