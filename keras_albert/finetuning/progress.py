@@ -99,7 +99,7 @@ class EvaluationProgress:
         if self._lines is not None:
             self._lines.on_train_begin(step)
 
-    def on_epoch_begin(self, epoch: int) -> None:
+    def on_stretch_begin(self, epoch: int) -> None:
         epochs = -(-self.train_steps // self.steps_per_epoch)
         # A resumed run starts inside a stretch: its heading names the steps it trains.
         first = max(epoch * self.steps_per_epoch, self._first_step) + 1
