@@ -85,6 +85,7 @@ def train_in_stretches(
         train_steps=options.train_steps,
         stretch_steps=options.log_every_steps,
         checkpoint_every=options.checkpoint_every_steps,
+        checkpoint_before_row=True,
         history_columns=columns,
         callbacks=progress,
         chief=chief,

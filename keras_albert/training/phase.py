@@ -11,8 +11,8 @@ step is checkpointed and `Interrupted` raised (`training.interruption`), its lin
 to resume. Inside a stretch it checkpoints every `checkpoint_every_steps`; at a stretch's end
 it checks the loss (NaN or infinite stops the run), asks the driver's `Stretches.end` (its
 evaluation) for the row's other columns, logs the row (`history.csv`, TensorBoard, progress:
-the chief's) and checkpoints at the checkpoint steps, the last step, and after every stretch
-when the driver asks.
+the chief's) and checkpoints (before or after the row, as the driver asks) at the checkpoint
+steps, the last step, and after every stretch when the driver asks.
 
     phase = TrainingPhase(loop, manager, directory, hooks, train_steps=..., stretch_steps=...,
                           checkpoint_every=..., chief=chief)
@@ -74,6 +74,9 @@ class TrainingPhase:
         sums_checkpointed: the current stretch's sums are in the checkpoint (`before_save`),
             so that a resumed stretch's row averages all its steps; else (pretraining) the
             first row after a resume averages the steps after it.
+        checkpoint_before_row: at a stretch's end, the checkpoint is written before the row
+            (pretraining: a row in `history.csv` means its step's checkpoint exists); else
+            after it (fine-tuning: a run killed before the checkpoint logs the stretch again).
         history_columns: the first columns of `history.csv`.
         callbacks: more loop callbacks (progress): `on_train_begin(step)`,
             `on_stretch_begin(index)`, `on_steps(step, logs)` (`logs()`: the stretch's logs so
@@ -94,6 +97,7 @@ class TrainingPhase:
         checkpoint_every: int | None,
         checkpoint_each_stretch: bool = False,
         sums_checkpointed: bool = False,
+        checkpoint_before_row: bool = False,
         history_columns: tuple[str, ...] = ("step",),
         callbacks: Sequence = (),
         chief: bool = True,
@@ -107,6 +111,7 @@ class TrainingPhase:
         self.checkpoint_every = checkpoint_every
         self.checkpoint_each_stretch = checkpoint_each_stretch
         self.sums_checkpointed = sums_checkpointed
+        self.checkpoint_before_row = checkpoint_before_row
         self.history_columns = history_columns
         self.callbacks = list(callbacks)
         self.chief = chief
@@ -188,15 +193,16 @@ class TrainingPhase:
                 # The rate the last update used: the schedule at iterations - 1.
                 rate = learning_rate_at(loop.optimizer, step - 1)
                 row = {"step": step, "learning_rate": rate, **logs, **columns}
-                run_callbacks(callbacks, "on_log", step, row)
                 self.sums, counted = {}, 0
-                # After the row: a run killed before the checkpoint logs the stretch again.
                 saved = (
                     self.checkpoint_each_stretch
                     or (bool(every) and step % every == 0)
                     or step >= self.train_steps
                 )
-                if saved:
+                if saved and self.checkpoint_before_row:
+                    self.save(step)
+                run_callbacks(callbacks, "on_log", step, row)
+                if saved and not self.checkpoint_before_row:
                     self.save(step)
                 if stop.agreed(loop.strategy) and step < self.train_steps:
                     raise self._stopped(stop, step, saved)

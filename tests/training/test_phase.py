@@ -44,17 +44,19 @@ class Loop:
 class Manager:
     directory = "checkpoints"
 
-    def __init__(self):
-        self.saved = []
+    def __init__(self, history=None):
+        self.saved, self.history, self.rows_then = [], history, []
 
     def save(self, checkpoint_number):
         self.saved.append(checkpoint_number)
+        if self.history is not None and self.history.exists():  # the rows when it saved
+            self.rows_then.append(len(self.history.read_text().splitlines()) - 1)
         return f"ckpt-{checkpoint_number}"
 
 
 def phase(loop, tmp_path, stretches=None, **options):
     options = {"train_steps": 10, "stretch_steps": 4, "checkpoint_every": 3, **options}
-    manager = Manager()
+    manager = Manager(tmp_path / "history.csv")
     directory = RunDirectory(str(tmp_path))
     return TrainingPhase(loop, manager, directory, stretches or Stretches(), **options), manager
 
@@ -70,6 +72,7 @@ def test_calls_land_on_checkpoint_steps_and_each_stretch_ends_in_a_row(tmp_path)
     last = training.run(iterator=None)
     assert loop.calls == [2, 1, 1, 2, 2, 1, 1]
     assert manager.saved == [3, 6, 9, 10]  # every 3 steps and the last
+    assert manager.rows_then == [0, 1, 2, 3]  # the last step's after its row
     assert [(row["step"], float(row["loss"])) for row in rows(tmp_path)] == [
         ("4", 2.5), ("8", 6.5), ("10", 9.5),
     ]  # fmt: skip
@@ -93,13 +96,15 @@ def test_each_stretch_checkpointed_and_a_resumed_stretch_averages_its_kept_sums(
     )  # fmt: skip
     training.run(iterator=None, sums={"loss": 5.0})
     assert manager.saved == [8, 10] and kept.saved_sums == [{}, {}]
+    assert manager.rows_then == [1, 2]
     assert [float(row["loss"]) for row in rows(tmp_path)] == [6.5, 9.5]  # steps 5-8, 9-10
 
     # Not kept (pretraining's): the first row averages the steps after the resume.
     loop = Loop(start=5)
-    training, _ = phase(loop, tmp_path / "b", checkpoint_every=None)
+    training, manager = phase(loop, tmp_path / "b", checkpoint_every=4, checkpoint_before_row=True)
     training.run(iterator=None, sums={"loss": 5.0})
     assert [float(row["loss"]) for row in rows(tmp_path / "b")] == [7.0, 9.5]
+    assert manager.saved == [8, 10] and manager.rows_then == [0, 1]  # each before its row
 
 
 def test_a_signal_checkpoints_the_step_and_stops(tmp_path):
