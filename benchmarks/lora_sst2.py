@@ -35,7 +35,7 @@ from tools.main_job import STEPS, MainJobOptions, run_steps
 from tools.main_job.options import parse_seeds
 from tools.main_job.steps import finetuning_options, sample_tsv
 
-# "(step 400, 3.1 steps/s; train ...)": one line per dev evaluation (finetuning/intervals.py).
+# "(step 400, 3.1 steps/s; train ...)": one line per dev evaluation (finetuning/stretches.py).
 RATE = re.compile(r"\(step (\d+), ([\d.e+-]+) steps/s;")
 
 

@@ -18,8 +18,8 @@ from keras_albert import AlbertConfig
 from keras_albert.cli import DEBUG_HELP, run_tool
 from keras_albert.finetuning.driver import FinetuningOptions, finetune
 from keras_albert.pretraining import driver as pretraining_driver
-from keras_albert.pretraining import intervals as pretraining_intervals
 from keras_albert.training.loop import TrainingLoop
+from keras_albert.training.phase import TrainingPhase
 from tests.finetuning.test_driver import TINY_30K
 from tests.pretraining.test_driver import options as pretraining_options
 from tests.pretraining.test_driver import write_config, write_records
@@ -160,14 +160,16 @@ def test_pretraining_interrupt_names_the_last_checkpoint(tmp_path, monkeypatch):
     records = {"train_data": str(data / "train.tfrecord")}
     records["config"] = write_config(tmp_path / "config.json")
 
-    class CtrlCAfterFirstCheckpoint(pretraining_intervals.StepCheckpoints):
-        def on_log(self, step, logs):
-            super().on_log(step, logs)
-            if step >= self.every:
-                raise KeyboardInterrupt  # as Ctrl-C arrives inside the loop
-
-    monkeypatch.setattr(pretraining_intervals, "StepCheckpoints", CtrlCAfterFirstCheckpoint)
     options = pretraining_options(tmp_path, records)
+    save = TrainingPhase.save
+
+    def ctrl_c_after_first_checkpoint(self, step):
+        path = save(self, step)
+        if step >= options.checkpoint_every_steps:
+            raise KeyboardInterrupt  # as Ctrl-C arrives inside the loop
+        return path
+
+    monkeypatch.setattr(TrainingPhase, "save", ctrl_c_after_first_checkpoint)
     with pytest.raises(KeyboardInterrupt) as interrupt:
         pretraining_driver.pretrain(options)
     checkpoint = os.path.join(options.output_dir, "checkpoints", "ckpt-10")

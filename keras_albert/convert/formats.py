@@ -1,6 +1,6 @@
 """What a checkpoint source is: `detect_format` tells the forms `load_checkpoint` reads apart
 (`FORMATS`, `ACCEPTED_FORMS`), and which run files a training output holds (`RUN_FILES`, read
-by `keras_albert.training.run_directory.read_record`)."""
+by `keras_albert.training.run_records.read_record`)."""
 
 import os
 

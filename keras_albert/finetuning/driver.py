@@ -75,18 +75,18 @@ import tensorflow as tf
 
 from keras_albert.convert import load_checkpoint, require_vocabulary, resolve_normalization
 from keras_albert.finetuning.elastic_depth import elastic_replica_fn
-from keras_albert.finetuning.intervals import Plan, train_in_stretches
 from keras_albert.finetuning.options import FinetuningOptions
+from keras_albert.finetuning.stretches import Plan, train_in_stretches
 from keras_albert.finetuning.task_choice import choose_task, make_task
 from keras_albert.models.lora import parameter_counts
 from keras_albert.tasks.recipes import epoch_plan, resolve_recipe
 from keras_albert.text.normalization import changed_normalization
-from keras_albert.training import run_directory
 from keras_albert.training.checkpoints import JsonState, training_checkpoint
 from keras_albert.training.clipping import AdamW, adamw
 from keras_albert.training.loop import TrainingLoop
 from keras_albert.training.loss_scale import optimizer_for_precision
 from keras_albert.training.run import started_run
+from keras_albert.training.run_directory import RunDirectory
 from keras_albert.training.schedule import WarmupPolynomialDecay
 from keras_albert.training.strategy import (
     choose_precision_policy,
@@ -97,7 +97,7 @@ from keras_albert.training.strategy import (
 
 __all__ = ["FinetuningOptions", "build_optimizer", "finetune"]
 
-# The options a resumed run may change (`run_directory.run_record`, one policy for both
+# The options a resumed run may change (`RunDirectory.record`, one policy for both
 # drivers): they change neither the weights trained nor the evaluations. Every other option
 # fixes the run (a new one too, unless added here), the task type's own ones included.
 RUN_FREE_OPTIONS = (
@@ -134,6 +134,7 @@ def finetune(options: FinetuningOptions) -> dict:
     with started_run(options.output_dir, options.strategy, options.tpu_address) as (
         strategy,
         chief,
+        directory,
     ):
         if options.pad_to_multiple_of is not None and isinstance(
             strategy, tf.distribute.TPUStrategy
@@ -146,7 +147,7 @@ def finetune(options: FinetuningOptions) -> dict:
         # SentencePiece resource of a tokenizer made earlier ("SentencepieceOp ... does not
         # exist").
         keras.utils.set_random_seed(options.seed)
-        return _finetune(options, strategy, chief)
+        return _finetune(options, strategy, chief, directory)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,13 +160,12 @@ class _CheckedRun:
     policy: str
     tokenizer: object
     vocabulary: str
-    checkpoints_dir: str
 
 
-def _finetune(options: FinetuningOptions, strategy, chief: bool) -> dict:
-    """`finetune` inside its run lock, phase by phase; returns the summary (a short one on a
-    worker)."""
-    run = _check_run(options, strategy)
+def _finetune(options: FinetuningOptions, strategy, chief: bool, directory: RunDirectory) -> dict:
+    """`finetune` inside its run lock (`directory`), phase by phase; returns the summary (a
+    short one on a worker)."""
+    run = _check_run(options, strategy, directory)
     plan = _read_task(options, run, strategy)
     model, optimizer, checkpoint, progress_state = _build_model(options, strategy, run, plan)
     objective = plan.task.objective(model)
@@ -173,12 +173,12 @@ def _finetune(options: FinetuningOptions, strategy, chief: bool) -> dict:
     if options.elastic_depths:
         replica_fn = elastic_replica_fn(objective, model, options.elastic_depths)
     if chief:  # made only now: a failed check leaves no output directory behind
-        _prepare_output_dir(options, run)
+        _prepare_output_dir(options, run, directory)
 
     def next_step() -> str:
         if not chief:
             return f"the chief worker writes {options.output_dir} — rerun the same command"
-        return run_directory.where_to_resume(run.checkpoints_dir)
+        return directory.where_to_resume()
 
     # The other workers write to a temporary directory they remove.
     with worker_output(strategy, options.output_dir, next_step) as output_dir:
@@ -186,7 +186,7 @@ def _finetune(options: FinetuningOptions, strategy, chief: bool) -> dict:
         manager = tf.train.CheckpointManager(
             checkpoint, os.path.join(output_dir, "checkpoints"), options.keep_checkpoints
         )
-        resumed_from = _restore(run, checkpoint, optimizer)
+        resumed_from = _restore(run, directory, checkpoint, optimizer)
         loop = TrainingLoop(
             strategy,
             model,
@@ -202,7 +202,7 @@ def _finetune(options: FinetuningOptions, strategy, chief: bool) -> dict:
         warnings.filterwarnings(
             "ignore", message=r"Gradients do not exist for variables \['pooler/"
         )
-        history = train_in_stretches(loop, plan, objective, options, output_dir, chief,
+        history = train_in_stretches(loop, plan, objective, options, directory, chief,
                                      manager, progress_state)  # fmt: skip
         best_results = None
         if chief:  # the best model's predictions and metrics (outside the strategy: no peers)
@@ -211,23 +211,20 @@ def _finetune(options: FinetuningOptions, strategy, chief: bool) -> dict:
     summary = _summary(options, run, plan, strategy, resumed_from, history, best_results)
     if not chief:
         return {**summary, "chief": False}
-    summary.update(_model_sizes(model, options.output_dir))
+    summary.update(_model_sizes(model, directory))
     _print_model_sizes(summary, options)
-    _write_outputs(options, run, summary, best_results)
+    _write_outputs(run, directory, summary, best_results)
     return summary
 
 
-def _check_run(options: FinetuningOptions, strategy) -> _CheckedRun:
+def _check_run(options: FinetuningOptions, strategy, directory: RunDirectory) -> _CheckedRun:
     """A run to resume must have these options (checked before any long work); the precision
     and the tokenizer."""
     from keras_albert.text.tokenizer import AlbertTokenizer
 
-    checkpoints_dir = os.path.join(options.output_dir, "checkpoints")
-    run_options = run_directory.run_record(options, RUN_FREE_OPTIONS)
-    resuming = not options.force and tf.train.latest_checkpoint(checkpoints_dir) is not None
-    run_directory.check_run_file(
-        options.output_dir, run_options, resuming, remedy="`force` to start over"
-    )
+    run_options = RunDirectory.record(options, RUN_FREE_OPTIONS)
+    resuming = not options.force and directory.has_checkpoint()
+    directory.check_record(run_options, resuming, remedy="`force` to start over")
     # Recorded, never compared: the weights are float32 in every precision.
     policy = choose_precision_policy(strategy, options.precision)
     run_options["precision"] = policy
@@ -236,7 +233,7 @@ def _check_run(options: FinetuningOptions, strategy) -> _CheckedRun:
         options.init_checkpoint, options.lowercase, options.strip_accents
     )
     tokenizer = AlbertTokenizer(vocabulary, **normalization)
-    return _CheckedRun(run_options, resuming, policy, tokenizer, vocabulary, checkpoints_dir)
+    return _CheckedRun(run_options, resuming, policy, tokenizer, vocabulary)
 
 
 def _read_task(options: FinetuningOptions, run: _CheckedRun, strategy) -> Plan:
@@ -287,7 +284,7 @@ def _build_model(options: FinetuningOptions, strategy, run: _CheckedRun, plan: P
         optimizer = optimizer_for_precision(inner, run.policy)
         # What `best.keras` carries, for users' `model.fit`: the unwrapped optimizer, as the
         # checkpoints (`training.loss_scale`), so that neither depends on the precision (a
-        # LoRA run's `best.keras` is the merged model, uncompiled: `intervals`).
+        # LoRA run's `best.keras` is the merged model, uncompiled: `stretches`).
         plan.task.compile(model, inner)
         optimizer.build(model.trainable_variables)
     progress_state = JsonState()  # outside the scope: one CPU variable, not one per replica
@@ -295,23 +292,25 @@ def _build_model(options: FinetuningOptions, strategy, run: _CheckedRun, plan: P
     return model, optimizer, checkpoint, progress_state
 
 
-def _prepare_output_dir(options: FinetuningOptions, run: _CheckedRun) -> None:
+def _prepare_output_dir(
+    options: FinetuningOptions, run: _CheckedRun, directory: RunDirectory
+) -> None:
     """The chief's output directory, with the run record (an earlier run's outputs removed
     first with `force`)."""
     if options.force:
-        removed = run_directory.clear_run(options.output_dir, RUN_OUTPUTS)
+        removed = directory.clear(RUN_OUTPUTS)
         if removed:
-            print(f"keras_albert: force: removed {', '.join(removed)} of {options.output_dir}")
-    run_directory.prepare_output_dir(options.output_dir)
-    run_directory.write_run_file(options.output_dir, run.run_options)
+            print(f"keras_albert: force: removed {', '.join(removed)} of {directory.path}")
+    directory.prepare()
+    directory.write_record(run.run_options)
 
 
-def _restore(run: _CheckedRun, checkpoint, optimizer) -> int | None:
+def _restore(run: _CheckedRun, directory: RunDirectory, checkpoint, optimizer) -> int | None:
     """The step a resumed run restores (the newest checkpoint that reads: a truncated one is
     skipped, said so), or None for a new run."""
     if not run.resuming:
         return None
-    latest = run_directory.restore_latest_intact(checkpoint, run.checkpoints_dir)
+    latest = directory.restore_latest(checkpoint)
     resumed_from = int(optimizer.iterations.numpy())
     print(f"keras_albert: resuming from {latest} (step {resumed_from})")
     return resumed_from
@@ -360,15 +359,15 @@ def _summary(options, run, plan, strategy, resumed_from, history, best_results) 
     }
 
 
-def _model_sizes(model: keras.Model, output_dir: str) -> dict:
+def _model_sizes(model: keras.Model, directory: RunDirectory) -> dict:
     """What the run trained and keeps: the parameter counts (`lora_rank` trains few) and the
     bytes of `best.keras` (LoRA merged: a full model) and of the newest training checkpoint
     (the optimizer's moments are the trainable weights' only)."""
-    latest = tf.train.latest_checkpoint(os.path.join(output_dir, "checkpoints"))
+    latest = directory.latest_checkpoint()
     checkpoint_files = tf.io.gfile.glob(f"{latest}.*") if latest else []
     return {
         **parameter_counts(model),
-        "best_model_bytes": tf.io.gfile.stat(os.path.join(output_dir, "best.keras")).length,
+        "best_model_bytes": tf.io.gfile.stat(directory.join("best.keras")).length,
         "checkpoint_bytes": sum(tf.io.gfile.stat(path).length for path in checkpoint_files),
     }
 
@@ -382,16 +381,15 @@ def _print_model_sizes(summary: dict, options: FinetuningOptions) -> None:
     )
 
 
-def _write_outputs(options, run: _CheckedRun, summary: dict, best_results: dict) -> None:
+def _write_outputs(
+    run: _CheckedRun, directory: RunDirectory, summary: dict, best_results: dict
+) -> None:
     """The chief's metrics, tokenizer copy and summary (each written atomically)."""
-    run_directory.write_text_atomically(
-        os.path.join(options.output_dir, "metrics.json"),
-        json.dumps(best_results, indent=2) + "\n",
-    )
+    directory.write_text("metrics.json", json.dumps(best_results, indent=2) + "\n")
     # Named so that `find_vocabulary` finds it beside best.keras, whichever kind it is.
     copy_name = "vocab.txt" if run.tokenizer.wordpiece else "tokenizer.model"
-    run_directory.atomic_copy(run.vocabulary, os.path.join(options.output_dir, copy_name))
-    run_directory.write_summary(options.output_dir, summary)
+    directory.copy_in(run.vocabulary, copy_name)
+    directory.write_summary(summary)
     print(
         json.dumps(
             {"task": summary["task"], "best_epoch": summary["best_epoch"], "best": best_results}

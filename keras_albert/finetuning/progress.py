@@ -99,15 +99,16 @@ class EvaluationProgress:
         if self._lines is not None:
             self._lines.on_train_begin(step)
 
-    def on_epoch_begin(self, epoch: int) -> None:
-        epochs = -(-self.train_steps // self.steps_per_epoch)
+    def on_stretch_begin(self, index: int) -> None:
+        """Stretch `index` (from 0) begins: its heading."""
+        num_stretches = -(-self.train_steps // self.steps_per_epoch)
         # A resumed run starts inside a stretch: its heading names the steps it trains.
-        first = max(epoch * self.steps_per_epoch, self._first_step) + 1
-        last = min(self.train_steps, (epoch + 1) * self.steps_per_epoch)
+        first = max(index * self.steps_per_epoch, self._first_step) + 1
+        last = min(self.train_steps, (index + 1) * self.steps_per_epoch)
         self._stretch = (first, last)
         if not self.verbose:
             return
-        line = f"evaluation {epoch + 1}/{epochs}: steps {first}-{last} of {self.train_steps}"
+        line = f"evaluation {index + 1}/{num_stretches}: steps {first}-{last} of {self.train_steps}"
         if first - 1 > self._first_step:  # the time so far (evaluations included) per step
             per_step = (self.clock() - self._started) / (first - 1 - self._first_step)
             line += f", about {format_duration(per_step * (self.train_steps - first + 1))} left"

@@ -8,7 +8,7 @@ data (`data`: raw text → SOP/NSP pairs with n-gram masking → TFRecords → `
 Modules, imports pointing down this list:
 
     driver.py           `pretrain`: setup, resume, the run, the summary
-    intervals.py        one log interval at a time: train, checkpoint, evaluate, log
+    stretches.py        one stretch of `log_every_steps` steps at a time: evaluate, log
     initial_weights.py  the architecture and the weights to start from
     intrinsic_eval.py   held-out MLM and sentence-pair accuracy of a pretrainer
     objective.py        MLM + SOP for the training loop and for `compile`

@@ -4,14 +4,14 @@ resumable.
 `pretrain(PretrainingOptions(...))` builds the strategy, checks its inputs, builds the model,
 `Lamb` with `WarmupPolynomialDecay` and the datasets under `strategy.scope()`, resumes from the
 last checkpoint in `output_dir` if there is one (else initializes from `init_checkpoint` if
-given), trains with the loop (the same path under every strategy; one log interval at a time,
-`pretraining.intervals`) and writes a summary. The MLM + SOP objective is
-`pretraining.objective`, the input streams `pretraining.streams`.
+given), trains with the loop (the same path under every strategy; one stretch of
+`log_every_steps` steps at a time, `pretraining.stretches`) and writes a summary. The MLM + SOP
+objective is `pretraining.objective`, the input streams `pretraining.streams`.
 
 What `output_dir` holds:
 
     run.json               the options that fix the run (a rerun must match them)
-    run.lock               while a run holds the directory (`run_directory.run_lock`)
+    run.lock               while a run holds the directory (`RunDirectory.lock`)
     checkpoints/ckpt-N     the model, optimizer and dropout state at step N (`training.checkpoints`)
     logs/train, logs/validation   TensorBoard, x-axis = optimizer step
     history.csv            one row per `log_every_steps` steps (one per step after a resume)
@@ -56,7 +56,6 @@ from keras_albert.models import AlbertBackbone, AlbertPretrainer
 from keras_albert.pretraining.data.dataset import DynamicMasking
 from keras_albert.pretraining.data.records import RecordLayout, inspect_records
 from keras_albert.pretraining.initial_weights import copy_initial_weights, initial_pretrainer
-from keras_albert.pretraining.intervals import evaluate_pretrainer, train_in_intervals
 from keras_albert.pretraining.objective import compile_pretrainer, pretraining_replica_fn
 from keras_albert.pretraining.options import PretrainingOptions
 from keras_albert.pretraining.streams import (
@@ -67,8 +66,8 @@ from keras_albert.pretraining.streams import (
     make_datasets,
     require_same_layout,
 )
+from keras_albert.pretraining.stretches import evaluate_pretrainer, train_in_stretches
 from keras_albert.text.normalization import changed_normalization
-from keras_albert.training import run_directory
 from keras_albert.training.checkpoints import training_checkpoint
 from keras_albert.training.clipping import adamw
 from keras_albert.training.lamb import Lamb
@@ -76,6 +75,7 @@ from keras_albert.training.loop import TrainingLoop
 from keras_albert.training.loss_scale import checkpointed_optimizer, optimizer_for_precision
 from keras_albert.training.progress import format_duration
 from keras_albert.training.run import started_run
+from keras_albert.training.run_directory import RunDirectory
 from keras_albert.training.schedule import WarmupPolynomialDecay
 from keras_albert.training.strategy import (
     choose_precision_policy,
@@ -92,7 +92,7 @@ __all__ = [
     "pretrain",
 ]
 
-# The options a resumed run may change (`run_directory.run_record`, one policy for both
+# The options a resumed run may change (`RunDirectory.record`, one policy for both
 # drivers): where output goes, how it is logged and evaluated, on what devices and in what
 # precision; the architecture and the initial weights are checked otherwise (`run.json`'s
 # config; a resumed run restores its own weights). Every other option fixes the run, a new
@@ -137,8 +137,9 @@ def pretrain(options: PretrainingOptions) -> dict:
     with started_run(options.output_dir, options.strategy, options.tpu_address) as (
         strategy,
         chief,
+        directory,
     ):
-        return _pretrain(options, strategy, chief, started)
+        return _pretrain(options, strategy, chief, directory, started)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -150,7 +151,6 @@ class _CheckedRun:
     config: AlbertConfig
     masking: DynamicMasking | None
     policy: str
-    checkpoints_dir: str
 
 
 @dataclasses.dataclass(frozen=True)
@@ -165,10 +165,12 @@ class _TrainingOutcome:
     eval_results: dict | None
 
 
-def _pretrain(options: PretrainingOptions, strategy, chief: bool, started: float) -> dict:
-    """`pretrain` inside its run lock, phase by phase; returns the summary (a short one on a
-    worker)."""
-    run, init_model = _check_run(options, strategy, chief)
+def _pretrain(
+    options: PretrainingOptions, strategy, chief: bool, directory: RunDirectory, started: float
+) -> dict:
+    """`pretrain` inside its run lock (`directory`), phase by phase; returns the summary (a
+    short one on a worker)."""
+    run, init_model = _check_run(options, strategy, chief, directory)
     # TF's global seed is seed + 1 (the initial weights of every run so far).
     keras.utils.set_random_seed(options.seed + 1)
     eval_fn, eval_counts = None, {}
@@ -176,26 +178,27 @@ def _pretrain(options: PretrainingOptions, strategy, chief: bool, started: float
         eval_fn, eval_counts = eval_dataset(options, run.eval_layout, run.masking, strategy)
     model, optimizer, checkpoint = _build_pretrainer(options, strategy, run)
     # Every worker saves (TensorFlow's collective save); only the chief's copy is kept.
-    resume = lambda: run_directory.where_to_resume(run.checkpoints_dir)  # noqa: E731
-    with worker_output(strategy, run.checkpoints_dir, resume) as save_dir:
+    with worker_output(strategy, directory.checkpoints_dir, directory.where_to_resume) as save_dir:
         manager = tf.train.CheckpointManager(
             checkpoint, save_dir, max_to_keep=options.keep_checkpoints
         )
         resumed_from = _restore_or_initialize(
-            options, run, checkpoint, model, optimizer, init_model
+            options, directory, checkpoint, model, optimizer, init_model
         )
         del init_model
         loop = _training_loop(options, strategy, model, optimizer)
-        outcome = _train(options, run, loop, manager, eval_fn, chief)
+        outcome = _train(options, run, directory, loop, manager, eval_fn, chief)
     if not chief:
         return {"step": outcome.final_step, "chief": False, "eval": outcome.eval_results}
-    summary = _write_summary(options, run, loop, outcome, resumed_from, eval_counts, started)
+    summary = _write_summary(
+        options, run, directory, loop, outcome, resumed_from, eval_counts, started
+    )
     _print_summary(summary, options.output_dir)
     return summary
 
 
 def _check_run(
-    options: PretrainingOptions, strategy, chief: bool
+    options: PretrainingOptions, strategy, chief: bool, directory: RunDirectory
 ) -> tuple[_CheckedRun, keras.Model | None]:
     """Checks every input, writes `run.json` (chief) and returns the checked run and the
     model to initialize from (`None` without `init_checkpoint`)."""
@@ -205,9 +208,8 @@ def _check_run(
         eval_layout = inspect_records(options.eval_data, "eval_data")
         require_same_layout(layout, eval_layout)
     run_options = _run_options(options, strategy)
-    checkpoints_dir = os.path.join(options.output_dir, "checkpoints")
-    has_checkpoint = tf.train.latest_checkpoint(checkpoints_dir) is not None
-    run_directory.check_run_file(options.output_dir, run_options, has_checkpoint)
+    has_checkpoint = directory.has_checkpoint()
+    directory.check_record(run_options, has_checkpoint)
     layout = layout_for_options(layout, options)
     if eval_layout is not None:
         eval_layout = layout_for_options(eval_layout, options)
@@ -218,7 +220,7 @@ def _check_run(
     # load (`load_checkpoint(output_dir)`, fine-tuning's `init_checkpoint`) whatever flags
     # started it, and a resume must keep it.
     run_options["config"] = config.to_dict()
-    run_directory.check_architecture(options.output_dir, run_options["config"], has_checkpoint)
+    directory.check_architecture(run_options["config"], has_checkpoint)
     check_first_batch(options, options.train_data, layout, config, "train_data")
     if eval_layout is not None:
         check_first_batch(options, options.eval_data, eval_layout, config, "eval_data")
@@ -228,15 +230,15 @@ def _check_run(
     run_options["precision"] = policy
     # Made only now: a failed input check leaves no empty run directory behind.
     if chief:
-        run_directory.prepare_output_dir(options.output_dir)
-        run_directory.write_run_file(options.output_dir, run_options)
-    run = _CheckedRun(layout, eval_layout, config, masking, policy, checkpoints_dir)
+        directory.prepare()
+        directory.write_record(run_options)
+    run = _CheckedRun(layout, eval_layout, config, masking, policy)
     return run, init_model
 
 
 def _run_options(options: PretrainingOptions, strategy) -> dict:
     """Returns what `run.json` records before the architecture and the precision are known."""
-    run_options = run_directory.run_record(options, RUN_FREE_OPTIONS)
+    run_options = RunDirectory.record(options, RUN_FREE_OPTIONS)
     # Not run-defining, but read back by fine-tuning and the export (resolve_normalization).
     run_options.update(changed_normalization(options))
     if options.input_sharding == "files":  # each worker's stream depends on their number
@@ -289,7 +291,7 @@ def _build_pretrainer(
 
 def _restore_or_initialize(
     options: PretrainingOptions,
-    run: _CheckedRun,
+    directory: RunDirectory,
     checkpoint: tf.train.Checkpoint,
     model: AlbertPretrainer,
     optimizer: keras.optimizers.Optimizer,
@@ -297,7 +299,7 @@ def _restore_or_initialize(
 ) -> int | None:
     """Restores the last intact checkpoint and returns its step, else copies the initial
     weights (if any) into the model and returns `None`."""
-    latest = run_directory.restore_latest_intact(checkpoint, run.checkpoints_dir)
+    latest = directory.restore_latest(checkpoint)
     if latest:
         resumed_from = int(optimizer.iterations.numpy())
         print(f"keras_albert: resuming from {latest} (step {resumed_from})")
@@ -327,13 +329,14 @@ def _training_loop(
 def _train(
     options: PretrainingOptions,
     run: _CheckedRun,
+    directory: RunDirectory,
     loop: TrainingLoop,
     manager: tf.train.CheckpointManager,
     eval_fn,
     chief: bool,
 ) -> _TrainingOutcome:
     """Trains from the optimizer's step to `train_steps`, checkpoints the final step and
-    evaluates it (unless the last interval did); returns what the summary reports."""
+    evaluates it (unless the last stretch did); returns what the summary reports."""
     start_step = int(loop.optimizer.iterations.numpy())
     train_seconds = 0.0
     last_logs: dict = {}
@@ -341,13 +344,13 @@ def _train(
     evaluated: dict | None = None
     if start_step < options.train_steps:
         train_started = time.perf_counter()
-        last_logs, evaluated, seconds_per_step = train_in_intervals(
-            loop, manager, options, run.layout, run.masking, eval_fn, start_step, chief
+        last_logs, evaluated, seconds_per_step = train_in_stretches(
+            loop, manager, options, directory, run.layout, run.masking, eval_fn, chief
         )
         train_seconds = time.perf_counter() - train_started
     final_step = int(loop.optimizer.iterations.numpy())
-    if tf.train.latest_checkpoint(run.checkpoints_dir) != os.path.join(
-        run.checkpoints_dir, f"ckpt-{final_step}"
+    if directory.latest_checkpoint() != os.path.join(
+        directory.checkpoints_dir, f"ckpt-{final_step}"
     ):
         manager.save(checkpoint_number=final_step)
     eval_results = evaluated
@@ -361,6 +364,7 @@ def _train(
 def _write_summary(
     options: PretrainingOptions,
     run: _CheckedRun,
+    directory: RunDirectory,
     loop: TrainingLoop,
     outcome: _TrainingOutcome,
     resumed_from: int | None,
@@ -368,8 +372,7 @@ def _write_summary(
     started: float,
 ) -> dict:
     """Saves `pretrainer.keras`, writes `summary.json` and returns the summary (chief only)."""
-    model_path = os.path.join(options.output_dir, "pretrainer.keras")
-    run_directory.atomic_save_model(loop.model, model_path)
+    model_path = directory.save_model(loop.model, "pretrainer.keras")
     trained_steps = outcome.final_step - outcome.start_step
     train_seconds = outcome.train_seconds
     summary = {
@@ -382,7 +385,7 @@ def _write_summary(
         # Training only (compilation included), then everything this run did.
         "train_seconds_this_run": train_seconds,
         "wall_seconds_this_run": time.perf_counter() - started,
-        # The last log interval's training steps (no compilation, no evaluation in it).
+        # The last stretch's training steps (no compilation, no evaluation in it).
         "seconds_per_step": outcome.seconds_per_step,
         "final_train_logs": outcome.last_logs,
         "eval": outcome.eval_results,
@@ -395,10 +398,10 @@ def _write_summary(
         "sequence_length": run.layout.sequence_length,
         "max_predictions_per_sequence": run.layout.max_predictions_per_sequence,
         "config": run.config.to_dict(),
-        "checkpoint": tf.train.latest_checkpoint(run.checkpoints_dir),
+        "checkpoint": directory.latest_checkpoint(),
         "model": model_path,
     }
-    run_directory.write_summary(options.output_dir, summary)
+    directory.write_summary(summary)
     return summary
 
 

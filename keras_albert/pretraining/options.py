@@ -90,7 +90,8 @@ class PretrainingOptions:
             pass instead of keeping its activations (gradient checkpointing,
             `AlbertBackbone(remat=True)`): less memory for a second forward pass through the
             blocks; the same gradients.
-        log_every_steps: steps between logs: progress lines, TensorBoard, history rows.
+        log_every_steps: the steps of a stretch, each ending in one log: progress line,
+            TensorBoard, history row.
         checkpoint_every_steps: a multiple of `log_every_steps`.
         keep_checkpoints: how many checkpoints to keep.
         shuffle_buffer_size: records in the shuffle buffer.
@@ -104,7 +105,7 @@ class PretrainingOptions:
         seed: seed of weights initialization, shuffles and dynamic masking; resume relies on it.
         deterministic: deterministic TensorFlow ops for the whole process: bit-reproducible
             runs, slower input pipelines.
-        verbose: 0: no progress lines; 1 or 2: one per log interval (step, rate, time left).
+        verbose: 0: no progress lines; 1 or 2: one per stretch (step, rate, time left).
     """
 
     train_data: str
@@ -169,7 +170,7 @@ class PretrainingOptions:
         require_int("sequence_length", self.sequence_length, 3, optional=True)
         require_exclusive(preset=self.preset, config=self.config)
         require_any(preset=self.preset, config=self.config, init_checkpoint=self.init_checkpoint)
-        why = "checkpoints and evaluations happen at the end of a log interval"
+        why = "checkpoints and evaluations happen at the end of a stretch of log_every_steps"
         for name in ("checkpoint_every_steps", "eval_every_steps"):
             if getattr(self, name) is not None:
                 require_divisible(

@@ -1,8 +1,8 @@
-"""Progress over optimizer steps: one line per log interval with the rate and the time left.
+"""Progress over optimizer steps: one line per stretch of steps with the rate and the time left.
 
     step 150/2000 · 3.1 steps/s · 10m 12s left · loss 4.812 · mlm_accuracy 0.153
 
-The rate is measured over the steps of this run since its first line (the first interval
+The rate is measured over the steps of this run since its first line (the first stretch
 holds the compilation, so its own rate is reported only until a second line exists).
 """
 

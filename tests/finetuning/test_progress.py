@@ -16,7 +16,7 @@ def _run(progress, start, end, chunk=1):
     step = start
     while step < end:
         epoch = step // progress.steps_per_epoch
-        progress.on_epoch_begin(epoch)
+        progress.on_stretch_begin(epoch)
         last = min(progress.train_steps, (epoch + 1) * progress.steps_per_epoch)
         while step < last:
             step = min(step + chunk, last)
@@ -77,10 +77,10 @@ def test_time_left_after_a_resume_counts_only_the_steps_run_since(capsys):
     now = [0.0]
     progress = EvaluationProgress(10, 40, verbose=2, clock=lambda: now[0])
     progress.on_train_begin(15)  # resumed at step 15, inside the second stretch
-    progress.on_epoch_begin(1)
+    progress.on_stretch_begin(1)
     assert capsys.readouterr().out == "evaluation 2/4: steps 16-20 of 40\n"
     now[0] = 10.0  # 5 steps (16-20) in 10 s: 2 s a step, 20 steps left
-    progress.on_epoch_begin(2)
+    progress.on_stretch_begin(2)
     assert capsys.readouterr().out == "evaluation 3/4: steps 21-30 of 40, about 40s left\n"
 
 
@@ -88,7 +88,7 @@ def test_an_interrupted_bar_ends_its_line_before_what_follows(capsys):
     progress = EvaluationProgress(10, 20, verbose=1, terminal=True)
     progress.on_train_begin(0)
     with pytest.raises(KeyboardInterrupt), progress:
-        progress.on_epoch_begin(0)
+        progress.on_stretch_begin(0)
         for step in (1, 2, 3):
             progress.on_steps(step, lambda: {"loss": 0.5})
         raise KeyboardInterrupt

@@ -31,7 +31,7 @@ from keras_albert import AlbertConfig
 from keras_albert.finetuning.driver import finetune
 from keras_albert.finetuning.options import FinetuningOptions
 from keras_albert.tasks.question_answering.options import QuestionAnsweringOptions
-from keras_albert.training import run_directory
+from keras_albert.training.run_directory import RunDirectory
 from tests.helpers import TINY
 from tests.text._paths import ALBERT_SPM, DATA_DIR
 
@@ -271,7 +271,7 @@ def test_on_a_terminal_the_interruption_starts_its_own_line_and_the_rerun_names_
 
 def test_one_run_per_directory_and_a_dead_holder_is_taken_over(config_path, tmp_path):
     output_dir = tmp_path / "run"
-    with run_directory.run_lock(str(output_dir)):  # this test process is a live run
+    with RunDirectory(str(output_dir)).lock():  # this test process is a live run
         output = finish(start(command(config_path, output_dir)), status=1)
     lines = [line for line in output.splitlines() if line.startswith("error:")]
     assert len(lines) == 1 and "is held by another run" in lines[0], output[-4000:]
