@@ -8,9 +8,10 @@ no converter); `import keras_albert` registers it.
 
 from __future__ import annotations
 
+import json
 import os
 
-from keras_albert.convert.keras_hub import write_keras_hub_preset
+from keras_albert.convert.keras_hub import KERAS_HUB_CLASSES, write_keras_hub_preset
 from keras_albert.convert.resolve import load_checkpoint
 from keras_albert.convert.vocabulary import (
     find_vocabulary,
@@ -19,6 +20,7 @@ from keras_albert.convert.vocabulary import (
 )
 from keras_albert.models.task import register_preset_loader
 from keras_albert.tasks.registry import model_kind_of, task_type_of
+from keras_albert.text.files import write_atomically
 from keras_albert.validation import require_int, require_one_of
 
 
@@ -46,7 +48,9 @@ def from_preset(
         preprocessor: attach the task type's preprocessor (a tokenizer from the vocabulary
             beside `source` and the normalization its run recorded): True requires one,
             "auto" attaches one where a vocabulary is found, False none. A backbone or a task
-            type without a preprocessor never gets one.
+            type without a preprocessor never gets one. A `.keras` file that holds the model
+            with its preprocessor keeps that one, unless `vocabulary`, `sequence_length`,
+            `lowercase` or `strip_accents` asks for another.
         vocabulary: the tokenizer's SentencePiece model or WordPiece vocabulary; default: the
             one beside `source` (`keras_albert.convert.find_vocabulary`).
         sequence_length: the preprocessor's packed length; default: the backbone's
@@ -60,6 +64,13 @@ def from_preset(
     task_type = task_type_of(model)
     preprocessor_class = None if task_type is None else task_type.preprocessor_class()
     if preprocessor is False or preprocessor_class is None:
+        if getattr(model, "preprocessor", None) is not None:  # a `.keras` file's own
+            model.preprocessor = None
+        return model
+    given = (vocabulary, sequence_length, lowercase, strip_accents)
+    if isinstance(model.preprocessor, preprocessor_class) and given == (None,) * 4:
+        # A `.keras` file saved with its preprocessor (`save_to_preset`'s `model.keras`): its
+        # tokenizer and options as they were saved.
         return model
     if preprocessor == "auto" and vocabulary is None:
         vocabulary = find_vocabulary(source)
@@ -78,9 +89,13 @@ def from_preset(
 
 
 def save_to_preset(model, directory: str | os.PathLike) -> None:
-    """Writes `model` (a backbone, a classifier or a pretrainer), and the tokenizer of the
-    preprocessor it carries, as a keras-hub preset directory (`write_keras_hub_preset`): the
-    one writer of the conversion tool's `--format keras_hub` and of `model.save_to_preset`."""
+    """Writes `model`, and the tokenizer of the preprocessor it carries, as a preset directory
+    that `from_preset` reads: for a backbone, a classifier or a pretrainer, a keras-hub preset
+    (`write_keras_hub_preset`, the one writer of the conversion tool's `--format keras_hub`);
+    for a task keras-hub has no class for, `write_model_preset`."""
+    if model_kind_of(model) not in KERAS_HUB_CLASSES.values():
+        write_model_preset(model, directory)
+        return
     preprocessor = getattr(model, "preprocessor", None)
     if preprocessor is None:
         write_keras_hub_preset(model, directory)
@@ -93,6 +108,31 @@ def save_to_preset(model, directory: str | os.PathLike) -> None:
         lowercase=tokenizer.lowercase,
         strip_accents=tokenizer.strip_accents,
     )
+
+
+def write_model_preset(model, directory: str | os.PathLike) -> None:
+    """Writes `model` to the new (or empty) `directory` as a fine-tuning run leaves its model:
+    `model.keras` (the model and the preprocessor it carries, its tokenizer included), the
+    tokenizer's vocabulary beside it (`tokenizer.model`, or `vocab.txt` for WordPiece) and
+    `summary.json` with its normalization (`lowercase`, `strip_accents`), so that
+    `load_checkpoint`, `from_preset` and the export command read it as they read a run's.
+    Written beside, then renamed into place: a failure leaves nothing that loads."""
+    preprocessor = getattr(model, "preprocessor", None)
+    tokenizer = None if preprocessor is None else preprocessor.tokenizer
+
+    def write(path: str) -> None:
+        model.save(os.path.join(path, "model.keras"))
+        if tokenizer is None:
+            return
+        name = "vocab.txt" if tokenizer.wordpiece else "tokenizer.model"
+        with open(os.path.join(path, name), "wb") as file:
+            file.write(tokenizer.serialized_model)
+        record = {"lowercase": tokenizer.lowercase, "strip_accents": tokenizer.strip_accents}
+        with open(os.path.join(path, "summary.json"), "w", encoding="utf-8") as file:
+            json.dump({"model": model_kind_of(model), **record}, file, indent=2, sort_keys=True)
+            file.write("\n")
+
+    write_atomically(directory, write, directory=True, name="directory")
 
 
 register_preset_loader(from_preset, save_to_preset)

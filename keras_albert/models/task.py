@@ -87,7 +87,13 @@ class AlbertTask(FunctionalModel):
     def _preprocessed(self, x, y, sample_weight, batch_size):
         from keras_albert.text.preprocessing import preprocessed_dataset  # TensorFlow's
 
-        return preprocessed_dataset(self.preprocessor, x, y, sample_weight, batch_size)
+        return preprocessed_dataset(self.preprocess, x, y, sample_weight, batch_size)
+
+    def preprocess(self, x, y=None, sample_weight=None):
+        """The model's `(x, y, sample_weight)` of a raw batch, in `tf.data`: the preprocessor's
+        output. A head whose inputs or labels depend on its own options overrides it (the
+        question answerer's answerability)."""
+        return self.preprocessor(x, y, sample_weight)
 
     def fit(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
         if self.preprocessor is None:

@@ -19,4 +19,5 @@ TASK_TYPE = TaskType(
     finetuning_task="keras_albert.tasks.multiple_choice.task:MultipleChoiceTask",
     serving_module="keras_albert.tasks.multiple_choice.serving:MultipleChoiceServingModule",
     export_options=MultipleChoiceServingOptions,
+    preprocessor="keras_albert.tasks.multiple_choice.preprocessor:AlbertMultipleChoicePreprocessor",
 )

@@ -19,4 +19,5 @@ TASK_TYPE = TaskType(
     finetuning_task="keras_albert.tasks.question_answering.task:QuestionAnsweringTask",
     serving_module="keras_albert.tasks.question_answering.serving:QuestionAnsweringServingModule",
     export_options=QuestionAnsweringServingOptions,
+    preprocessor="keras_albert.tasks.question_answering.preprocessor:AlbertQuestionAnswererPreprocessor",
 )
