@@ -1,6 +1,7 @@
 """`from_preset`: a model class's `from_preset(source)`, with its weights, config and the
 tokenizer its task type's preprocessor needs, from anything `load_checkpoint` reads; and
-`save_to_preset`, a model's (with its tokenizer) as a keras-hub preset.
+`save_to_preset`, a model's (with its tokenizer) as a keras-hub preset, or, for a task keras-hub
+has no class for, as a fine-tuning run leaves its model (`write_model_preset`).
 
 The models call it through `keras_albert.models.task.register_preset_loader` (models import
 no converter); `import keras_albert` registers it.

@@ -33,7 +33,9 @@ class AlbertQuestionAnswerer(AlbertTask):
     `training_loss()` gives `compile` arguments: for null span (start CE + end CE) / 2; for
     answer class (start NLL + end NLL) / 2 + 0.5 × sigmoid CE of `cls_logits` against
     `is_impossible`. `training_targets(arrays)` splits
-    `tasks.question_answering.features.feature_arrays` into (x, y).
+    `tasks.question_answering.features.feature_arrays` into (x, y); with a preprocessor
+    (`AlbertQuestionAnswererPreprocessor`, whose labels are named as those arrays), `fit` and
+    `evaluate` take questions, contexts and SQuAD's answers, split the same way (`preprocess`).
 
     Args:
         backbone: an `AlbertBackbone`.

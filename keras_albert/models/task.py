@@ -56,9 +56,10 @@ class AlbertTask(FunctionalModel):
         return load_preset(cls, source, **kwargs)
 
     def save_to_preset(self, directory) -> None:
-        """Writes the model, and the tokenizer of the preprocessor it carries, as a keras-hub
-        preset directory, which this class's `from_preset` and keras-hub's `from_preset`
-        (`AlbertTextClassifier`, `AlbertMaskedLM`) both load; see
+        """Writes the model, and the tokenizer of the preprocessor it carries, as a preset
+        directory that this class's `from_preset` loads: a keras-hub preset, which keras-hub's
+        `from_preset` (`AlbertTextClassifier`, `AlbertMaskedLM`) loads too, or for a task
+        keras-hub has no class for, `model.keras` with the tokenizer beside it; see
         `keras_albert.convert.presets.save_to_preset`."""
         registered("save")(self, directory)
 
