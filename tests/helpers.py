@@ -2,6 +2,7 @@
 
 import argparse
 import os
+import shutil
 
 import keras
 import numpy as np
@@ -100,6 +101,17 @@ def check_model_roundtrips(model, inputs, tmp_path, atol=1e-6):
     assert type(restored) is type(model)
     assert_allclose_tree(restored(inputs), expected, atol=atol)
     return restored
+
+
+def saved_with_vocabulary(model, directory):
+    """`model` saved as `directory/model.keras` with the test SentencePiece model beside it: a
+    checkpoint `from_preset` attaches a tokenizer to. Returns the `.keras` path."""
+    from tests.text.text_data import ALBERT_MODEL
+
+    path = os.path.join(directory, "model.keras")
+    model.save(path)
+    shutil.copy(ALBERT_MODEL, os.path.join(directory, os.path.basename(ALBERT_MODEL)))
+    return path
 
 
 def ner_task(data: str, tokenizer=None, **options):

@@ -1,6 +1,7 @@
 """`from_preset`: a model class's `from_preset(source)`, with its weights, config and the
 tokenizer its task type's preprocessor needs, from anything `load_checkpoint` reads; and
-`save_to_preset`, a model's (with its tokenizer) as a keras-hub preset.
+`save_to_preset`, a model's (with its tokenizer) as a keras-hub preset, or, for a task keras-hub
+has no class for, as a fine-tuning run leaves its model (`write_model_preset`).
 
 The models call it through `keras_albert.models.task.register_preset_loader` (models import
 no converter); `import keras_albert` registers it.
@@ -8,6 +9,7 @@ no converter); `import keras_albert` registers it.
 
 from __future__ import annotations
 
+import json
 import os
 
 from keras_albert.convert.keras_hub import keras_hub_kind, write_keras_hub_preset
@@ -17,7 +19,6 @@ from keras_albert.convert.vocabulary import (
     require_vocabulary,
     resolve_normalization,
 )
-from keras_albert.directories import require_new_directory
 from keras_albert.models.task import register_preset_loader
 from keras_albert.tasks.registry import BASE_MODEL_KINDS, get_task_type, model_kind_of
 from keras_albert.text.files import write_atomically
@@ -49,7 +50,9 @@ def from_preset(
         preprocessor: attach the task type's preprocessor (a tokenizer from the vocabulary
             beside `source` and the normalization its run recorded): True requires one,
             "auto" attaches one where a vocabulary is found, False none. A backbone or a task
-            type without a preprocessor never gets one.
+            type without a preprocessor never gets one. A `.keras` file that holds the model
+            with its preprocessor keeps that one, unless `vocabulary`, `sequence_length`,
+            `lowercase` or `strip_accents` asks for another.
         vocabulary: the tokenizer's SentencePiece model or WordPiece vocabulary; default: the
             one beside `source` (`keras_albert.convert.find_vocabulary`).
         sequence_length: the preprocessor's packed length; default: the backbone's
@@ -65,6 +68,13 @@ def from_preset(
         None if kind in BASE_MODEL_KINDS else get_task_type(kind).preprocessor_class()
     )
     if preprocessor is False or preprocessor_class is None:
+        if getattr(model, "preprocessor", None) is not None:  # a `.keras` file's own
+            model.preprocessor = None
+        return model
+    given = (vocabulary, sequence_length, lowercase, strip_accents)
+    if isinstance(model.preprocessor, preprocessor_class) and given == (None,) * 4:
+        # A `.keras` file saved with its preprocessor (`save_to_preset`'s `model.keras`): its
+        # tokenizer and options as they were saved.
         return model
     if preprocessor == "auto" and vocabulary is None:
         vocabulary = find_vocabulary(source)
@@ -82,21 +92,13 @@ def from_preset(
 
 
 def save_to_preset(model, directory: str | os.PathLike) -> None:
-    """Writes `model` (a backbone, a classifier, a pretrainer or a masked LM), and the tokenizer
-    of the preprocessor it carries, as a keras-hub preset directory (`write_keras_hub_preset`):
-    the one writer of the conversion tool's `--format keras_hub` and of `model.save_to_preset`.
-
-    A head keras-hub has no class for (a token classifier, ...) is written as the directory's
-    one `model.keras` file, its preprocessor (tokenizer, normalization, length) inside, which
-    `from_preset` reads back as it was."""
+    """Writes `model`, and the tokenizer of the preprocessor it carries, as a preset directory
+    that `from_preset` reads: for a model keras-hub has a class for (a backbone, a classifier,
+    a pretrainer or a masked LM: `keras_hub_kind`), a keras-hub preset (`write_keras_hub_preset`,
+    the one writer of the conversion tool's `--format keras_hub`); for a task keras-hub has no
+    class for, `write_model_preset`."""
     if keras_hub_kind(model) is None:
-        require_new_directory("directory", directory)
-        write_atomically(
-            os.fspath(directory),
-            lambda path: model.save(os.path.join(path, "model.keras")),
-            directory=True,
-            name="directory",
-        )
+        write_model_preset(model, directory)
         return
     preprocessor = getattr(model, "preprocessor", None)
     if preprocessor is None:
@@ -110,6 +112,31 @@ def save_to_preset(model, directory: str | os.PathLike) -> None:
         lowercase=tokenizer.lowercase,
         strip_accents=tokenizer.strip_accents,
     )
+
+
+def write_model_preset(model, directory: str | os.PathLike) -> None:
+    """Writes `model` to the new (or empty) `directory` as a fine-tuning run leaves its model:
+    `model.keras` (the model and the preprocessor it carries, its tokenizer included), the
+    tokenizer's vocabulary beside it (`tokenizer.model`, or `vocab.txt` for WordPiece) and
+    `summary.json` with its normalization (`lowercase`, `strip_accents`), so that
+    `load_checkpoint`, `from_preset` and the export command read it as they read a run's.
+    Written beside, then renamed into place: a failure leaves nothing that loads."""
+    preprocessor = getattr(model, "preprocessor", None)
+    tokenizer = None if preprocessor is None else preprocessor.tokenizer
+
+    def write(path: str) -> None:
+        model.save(os.path.join(path, "model.keras"))
+        if tokenizer is None:
+            return
+        name = "vocab.txt" if tokenizer.wordpiece else "tokenizer.model"
+        with open(os.path.join(path, name), "wb") as file:
+            file.write(tokenizer.serialized_model)
+        record = {"lowercase": tokenizer.lowercase, "strip_accents": tokenizer.strip_accents}
+        with open(os.path.join(path, "summary.json"), "w", encoding="utf-8") as file:
+            json.dump({"model": model_kind_of(model), **record}, file, indent=2, sort_keys=True)
+            file.write("\n")
+
+    write_atomically(directory, write, directory=True, name="directory")
 
 
 register_preset_loader(from_preset, save_to_preset)

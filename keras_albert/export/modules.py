@@ -53,6 +53,10 @@ def model_tokenizer(model, tokenizer: AlbertTokenizer | None = None) -> AlbertTo
 def serving_module(model, tokenizer=None, spec: ExportSpec | None = None, **fields):
     """The serving module of `model` (see the module docstring) that `spec` describes; the
     tokenizer is `tokenizer`, or that of the preprocessor `model` carries (`model_tokenizer`).
+    A task module's packing options that `spec` leaves unset (`max_sequence_length`, and
+    those `task_options` do not give) are that preprocessor's (`serving_options()`: the
+    question answerer's window, the multiple-choice model's `max_qa_length`), so that the
+    string-in graph builds the features `fit` and `predict` did.
 
     `fields` are `ExportSpec` fields (`resolve_spec`). `precision` and `num_layers` apply to
     every model (`keras_albert.serving.precision`), `max_sequence_length` to every module;
@@ -61,6 +65,9 @@ def serving_module(model, tokenizer=None, spec: ExportSpec | None = None, **fiel
     """
     spec = resolve_spec(spec, fields, "savedmodel")
     tokenizer = model_tokenizer(model, tokenizer)
+    preprocessor = getattr(model, "preprocessor", None)
+    # The packing options of the preprocessor `fit` used, where the spec leaves them unset.
+    defaults = {} if preprocessor is None else preprocessor.serving_options()
     # LoRA adapters merged into their kernels: the served graph multiplies once, as a model
     # fine-tuned in full (a model loaded from a file is merged already).
     model = merged_lora(model)
@@ -94,11 +101,14 @@ def serving_module(model, tokenizer=None, spec: ExportSpec | None = None, **fiel
             f"the classifier's serving options). Received: {received}"
         )
     model = serving_model(model, spec.precision, spec.num_layers)
+    max_sequence_length = defaults.pop("max_sequence_length", None)
+    if spec.max_sequence_length is not None:
+        max_sequence_length = spec.max_sequence_length
     return module_class(
         model,
         tokenizer,
-        max_sequence_length=spec.max_sequence_length,
-        **_task_arguments(task_options),
+        max_sequence_length=max_sequence_length,
+        **{**defaults, **_task_arguments(task_options)},
     )
 
 

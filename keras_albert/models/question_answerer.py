@@ -1,7 +1,6 @@
 """`AlbertQuestionAnswerer`: extractive question answering (SQuAD v1.1 and v2.0) on an ALBERT."""
 
 import keras
-import numpy as np
 from keras import ops
 
 from keras_albert.layers.answer_class_head import AnswerClassHead
@@ -34,7 +33,9 @@ class AlbertQuestionAnswerer(AlbertTask):
     `training_loss()` gives `compile` arguments: for null span (start CE + end CE) / 2; for
     answer class (start NLL + end NLL) / 2 + 0.5 × sigmoid CE of `cls_logits` against
     `is_impossible`. `training_targets(arrays)` splits
-    `tasks.question_answering.features.feature_arrays` into (x, y).
+    `tasks.question_answering.features.feature_arrays` into (x, y); with a preprocessor
+    (`AlbertQuestionAnswererPreprocessor`, whose labels are named as those arrays), `fit` and
+    `evaluate` take questions, contexts and SQuAD's answers, split the same way (`preprocess`).
 
     Args:
         backbone: an `AlbertBackbone`.
@@ -161,6 +162,17 @@ class AlbertQuestionAnswerer(AlbertTask):
         y = {
             "start_log_probs": arrays["start_positions"],
             "end_log_probs": arrays["end_positions"],
-            "cls_logits": np.asarray(arrays["is_impossible"], "float32"),
+            # 0 or 1, of any dtype: the loss reads its labels as floats (Keras casts `y_true`),
+            # and the preprocessor's tensors in `tf.data` are not NumPy's to cast.
+            "cls_logits": arrays["is_impossible"],
         }
         return x, y
+
+    def preprocess(self, x, y=None, sample_weight=None):
+        # The preprocessor labels as `feature_arrays` does; the head's own (x, y) from them.
+        x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(
+            self.preprocessor(x, y, sample_weight)
+        )
+        if y is not None:
+            x, y = self.training_targets({**x, **y})
+        return keras.utils.pack_x_y_sample_weight(x, y, sample_weight)

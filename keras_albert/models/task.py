@@ -57,9 +57,10 @@ class AlbertTask(FunctionalModel):
         return load_preset(cls, source, **kwargs)
 
     def save_to_preset(self, directory) -> None:
-        """Writes the model, and the tokenizer of the preprocessor it carries, as a keras-hub
-        preset directory, which this class's `from_preset` and keras-hub's `from_preset`
-        (`AlbertTextClassifier`, `AlbertMaskedLM`) both load; see
+        """Writes the model, and the tokenizer of the preprocessor it carries, as a preset
+        directory that this class's `from_preset` loads: a keras-hub preset, which keras-hub's
+        `from_preset` (`AlbertTextClassifier`, `AlbertMaskedLM`) loads too, or for a task
+        keras-hub has no class for, `model.keras` with the tokenizer beside it; see
         `keras_albert.convert.presets.save_to_preset`."""
         registered("save")(self, directory)
 
@@ -91,12 +92,19 @@ class AlbertTask(FunctionalModel):
         the arrays the preprocessor's Python path gives (`TokenizerPreprocessor.PYTHON_PATH`)."""
         if not tensorflow_installed():
             x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(
-                self.preprocessor(x, y, sample_weight)
+                self.preprocess(x, y, sample_weight)
             )
             return {"x": x, "y": y, "sample_weight": sample_weight, "batch_size": batch_size}
         from keras_albert.text.preprocessing import preprocessed_dataset  # TensorFlow's
 
-        return {"x": preprocessed_dataset(self.preprocessor, x, y, sample_weight, batch_size)}
+        return {"x": preprocessed_dataset(self.preprocess, x, y, sample_weight, batch_size)}
+
+    def preprocess(self, x, y=None, sample_weight=None):
+        """The model's `(x, y, sample_weight)` of a raw batch (in `tf.data`, or in Python where
+        TensorFlow is not installed): the preprocessor's
+        output. A head whose inputs or labels depend on its own options overrides it (the
+        question answerer's answerability)."""
+        return self.preprocessor(x, y, sample_weight)
 
     def fit(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
         if self.preprocessor is None:

@@ -104,6 +104,11 @@ class TokenizerPreprocessor(keras.layers.Layer):
             "padding_mask": tf.cast(packed["padding_mask"], tf.int32),
         }
 
+    def serving_options(self) -> dict:
+        """Arguments of the task's string-in serving module that make its features this
+        preprocessor's, where an export leaves them unset; none by default."""
+        return {}
+
     def _tokenizer_options(self) -> dict:
         if self._tokenizer is None:
             return dict(self._tokenizer_config or {})
@@ -140,6 +145,20 @@ def tokenizer_class() -> type:
     return AlbertTokenizer
 
 
+def named_columns(name: str, value, keys: tuple, pair: bool = True) -> tuple:
+    """The columns `keys` of `value` (the argument `name` of a preprocessor's call): a dict
+    keyed by them, or (`pair`) a tuple or list of them in that order."""
+    if isinstance(value, dict) and set(value) == set(keys):
+        return tuple(value[key] for key in keys)
+    if pair and isinstance(value, (tuple, list)) and len(value) == len(keys):
+        return tuple(value)
+    expected = f"a dict keyed {', '.join(keys)}"
+    if pair:
+        expected = f"a tuple ({', '.join(keys)}) or {expected}"
+    shown = sorted(value) if isinstance(value, dict) else value
+    raise ValueError(f"`{name}` must be {expected}. Received: {name}={shown!r}")
+
+
 def preprocessed_dataset(preprocessor, x, y=None, sample_weight=None, batch_size=None):
     """`x` (and `y`, `sample_weight`) as a `tf.data.Dataset` of batches mapped through
     `preprocessor`: a dataset of raw batches as it is, arrays or lists in batches of
@@ -162,18 +181,22 @@ def preprocessed_dataset(preprocessor, x, y=None, sample_weight=None, batch_size
 
 
 def _as_tensors(x):
-    # A tuple of text columns (pairs) stays a tuple; a list of strings is one column.
+    # A tuple of text columns (pairs) stays a tuple, a dict of named columns a dict; a list of
+    # strings is one column.
     if isinstance(x, tuple):
         return tuple(_as_tensor(column) for column in x)
+    if isinstance(x, dict):
+        return {name: _as_tensor(column) for name, column in x.items()}
     return _as_tensor(x)
 
 
 def _as_tensor(column):
     import tensorflow as tf
 
-    if column is None:
-        return None
-    # Lists of lists (words of sentences, their labels) are ragged.
+    if column is None or isinstance(column, (tf.Tensor, tf.RaggedTensor)):
+        return column
+    # Rows of different lengths (words of sentences, their labels, options per question) are a
+    # ragged column.
     if isinstance(column, list) and any(isinstance(row, (list, tuple)) for row in column):
         return tf.ragged.constant(column)
     return tf.convert_to_tensor(column)

@@ -305,6 +305,21 @@ def pack_choices(
     return {name: tf.reshape(value, tf.cast(shape, tf.int32)) for name, value in outputs.items()}
 
 
+def encode_choices(
+    tokenizer, packer, article, question, options, present, max_qa_length: int = MAX_QA_LENGTH
+) -> dict:
+    """The model inputs of `(batch,)` articles and questions and their `(batch, choices)`
+    options: each choice formatted (`choice_texts_graph`), tokenized and packed
+    (`pack_choices`). The one graph definition of the features: the training datasets
+    (`make_race_dataset`), the string-in SavedModel and the preprocessor all call it.
+
+    Returns:
+        `token_ids`, `segment_ids`, `padding_mask`: int32 `(batch, choices, sequence_length)`.
+    """
+    texts = choice_texts_graph(tokenizer, question, options)
+    return pack_choices(packer, tokenizer(article), tokenizer(texts), present, max_qa_length)
+
+
 def padded_options(examples: RaceExamples, num_choices: int) -> tuple[np.ndarray, np.ndarray]:
     """Options `(questions, num_choices)` padded with "" and the `present` mask."""
     if examples.max_choices > num_choices:
@@ -363,11 +378,7 @@ def make_race_dataset(
     packer = tokenizer.packer(sequence_length)
 
     def encode(features, *label):
-        article, question, choice_options, choice_present = features
-        texts = choice_texts_graph(tokenizer, question, choice_options)
-        packed = pack_choices(
-            packer, tokenizer(article), tokenizer(texts), choice_present, max_qa_length
-        )
+        packed = encode_choices(tokenizer, packer, *features, max_qa_length)
         return (packed, *label) if label else packed
 
     dataset = dataset.map(encode, num_parallel_calls=tf.data.AUTOTUNE)

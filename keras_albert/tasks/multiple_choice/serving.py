@@ -13,7 +13,8 @@ Signatures of `MultipleChoiceServingModule` (an `AlbertMultipleChoice`):
   seq]`) → `logits`, `probabilities`, `answer_index`.
 
 Formatting and packing are `keras_albert.tasks.multiple_choice.features`'s, in the graph
-(`choice_texts_graph`, `pack_choices`); the batch is padded to its longest packed choice.
+(`encode_choices`: `choice_texts_graph`, `pack_choices`), the ops of the training datasets and
+of `AlbertMultipleChoicePreprocessor`; the batch is padded to its longest packed choice.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from keras_albert.serving.task_serving import (
     token_specs,
 )
 from keras_albert.tasks.multiple_choice import defaults as race_defaults
-from keras_albert.tasks.multiple_choice.features import choice_texts_graph, pack_choices
+from keras_albert.tasks.multiple_choice.features import encode_choices
 from keras_albert.validation import require_int
 
 WARMUP_EXAMPLE = (
@@ -116,12 +117,12 @@ class MultipleChoiceServingModule(TaskServingModule):
         )
         with tf.control_dependencies([check]):
             options = tf.identity(options)
-        tokenizer = self.tokenizer
-        texts = choice_texts_graph(tokenizer, question, options)
-        packed = pack_choices(
-            tokenizer.packer(self.max_sequence_length),
-            tokenizer(article),
-            tokenizer(texts),
+        packed = encode_choices(
+            self.tokenizer,
+            self.tokenizer.packer(self.max_sequence_length),
+            article,
+            question,
+            options,
             tf.not_equal(options, ""),
             self.max_qa_length,
         )

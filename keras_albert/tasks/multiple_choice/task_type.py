@@ -35,4 +35,5 @@ TASK_TYPE = TaskType(
     serving_module="keras_albert.tasks.multiple_choice.serving:MultipleChoiceServingModule",
     export_options=MultipleChoiceServingOptions,
     checkpoint_names=CHECKPOINT_NAMES,
+    preprocessor="keras_albert.tasks.multiple_choice.preprocessor:AlbertMultipleChoicePreprocessor",
 )

@@ -28,7 +28,6 @@ valid span gets `answer` "", offsets 0, `score` -inf, `null_odds` +inf. With
 from __future__ import annotations
 
 import tensorflow as tf
-import tensorflow_text as tf_text
 
 from keras_albert.models import AlbertQuestionAnswerer
 from keras_albert.serving.saved_model import SERVE_TOKEN_IDS, SERVING_DEFAULT
@@ -40,11 +39,8 @@ from keras_albert.serving.task_serving import (
     token_specs,
 )
 from keras_albert.tasks.question_answering import defaults as squad_defaults
-from keras_albert.text.offsets import (
-    offsets_supported,
-    tokenize_with_offsets_graph,
-    trimmed_span,
-)
+from keras_albert.tasks.question_answering.windows import offsets_sentencepiece, question_windows
+from keras_albert.text.offsets import trimmed_span
 from keras_albert.validation import require_number, require_positive_int
 
 WARMUP_EXAMPLES = (
@@ -104,13 +100,6 @@ class QuestionAnsweringServingModule(TaskServingModule):
                 f"one context token: at least max_query_length + 4 = {max_query_length + 4}. "
                 f"Received: max_sequence_length={self.max_sequence_length}"
             )
-        if not offsets_supported(tokenizer):
-            raise ValueError(
-                "`tokenizer` must be a WordPiece tokenizer, or a SentencePiece tokenizer with "
-                "normalize_quotes=False and ',' as a piece of its own, for in-graph character "
-                f"offsets. Received: tokenizer with normalize_quotes={tokenizer.normalize_quotes}"
-                f" and ',' {'not ' if tokenizer._resplit_table is None else ''}a piece of its own"
-            )
         self.doc_stride = doc_stride
         self.max_query_length = max_query_length
         self.n_best_size = n_best_size
@@ -126,13 +115,7 @@ class QuestionAnsweringServingModule(TaskServingModule):
                 "`max_sequence_length` must be at least the head's candidates "
                 f"({self._min_width}). Received: max_sequence_length={self.max_sequence_length}"
             )
-        # SentencePiece's offsets come from a tokenizer of its own (ids out); WordPiece's from
-        # the tokenizer's own lookup table (`keras_albert.text.wordpiece_offsets`).
-        self.offsets_sentencepiece = None
-        if not tokenizer.wordpiece:
-            self.offsets_sentencepiece = tf_text.SentencepieceTokenizer(
-                model=tokenizer.serialized_model, out_type=tf.int32, name="sentencepiece_offsets"
-            )
+        self.offsets_sentencepiece = offsets_sentencepiece(tokenizer)
         self._finish()
 
     # ----------------------------------------------------------------------------------------
@@ -158,95 +141,18 @@ class QuestionAnsweringServingModule(TaskServingModule):
         return {name: value for name, value in outputs.items()}
 
     def windows(self, question: tf.Tensor, context: tf.Tensor) -> dict:
-        """The packed windows of `[batch]` questions and contexts, with their bookkeeping."""
-        tokenizer = self.tokenizer
-        tokens = tokenize_with_offsets_graph(tokenizer, self.offsets_sentencepiece, context)
-        query = tokenizer(question)[:, : self.max_query_length]  # (batch, None)
-        num_tokens = tokens["ids"].row_lengths()  # (batch,) int64
-        query_length = query.row_lengths()
-        window_length = self.max_sequence_length - query_length - 3
-        stride = tf.minimum(window_length, self.doc_stride)
-        extra = tf.maximum(num_tokens - window_length, 0)
-        num_windows = 1 + (extra + stride - 1) // stride  # (batch,)
-        example = tf.repeat(tf.range(tf.size(num_windows, tf.int64)), num_windows)  # (F,)
-        window = tf.ragged.range(num_windows).flat_values  # (F,)
-
-        def per_window(values):
-            return tf.gather(values, example)
-
-        q, n, w, s = (per_window(v) for v in (query_length, num_tokens, window_length, stride))
-        start = window * s
-        length = tf.minimum(w, n - start)
-        total = q + 3 + length  # tokens of each window
-        # Padded to the longest window (at least what the head's top-k needs; a batch of 0
-        # has reduce_max = the int64 minimum).
-        width = tf.minimum(
-            tf.maximum(tf.reduce_max(total), self._min_width), self.max_sequence_length
+        """The packed windows of `[batch]` questions and contexts, with their bookkeeping
+        (`keras_albert.tasks.question_answering.windows.question_windows`)."""
+        return question_windows(
+            self.tokenizer,
+            self.offsets_sentencepiece,
+            question,
+            context,
+            sequence_length=self.max_sequence_length,
+            doc_stride=self.doc_stride,
+            max_query_length=self.max_query_length,
+            min_width=self._min_width,
         )
-        position = tf.range(width)[tf.newaxis, :]  # (1, width)
-        q2, s2, len2, tot2 = (v[:, tf.newaxis] for v in (q, start, length, total))
-        query_index = per_window(query.row_starts())[:, tf.newaxis] + position - 1
-        context_local = s2 + position - q2 - 2  # context token index at each position
-        context_index = per_window(tokens["ids"].row_starts())[:, tf.newaxis] + context_local
-        is_query = (position >= 1) & (position <= q2)
-        is_context = (position >= q2 + 2) & (position < q2 + 2 + len2)
-        is_sep = (position == q2 + 1) | (position == q2 + 2 + len2)
-
-        def take(values, index, mask, fill):
-            padded = tf.concat([values, tf.zeros([1], values.dtype)], 0)
-            safe = tf.where(mask, index, tf.size(values, tf.int64))
-            return tf.where(mask, tf.gather(padded, safe), tf.cast(fill, values.dtype))
-
-        token_ids = take(query.flat_values, query_index, is_query, tokenizer.pad_id)
-        token_ids = tf.where(
-            is_context, take(tokens["ids"].flat_values, context_index, is_context, 0), token_ids
-        )
-        token_ids = tf.where(is_sep, tokenizer.sep_id, token_ids)
-        token_ids = tf.where(position == 0, tokenizer.cls_id, token_ids)
-        padding_mask = position < tot2
-        segment_ids = (position >= q2 + 2) & padding_mask
-        token_starts = take(tokens["starts"].flat_values, context_index, is_context, -1)
-        token_ends = take(tokens["ends"].flat_values, context_index, is_context, -1)
-
-        # The original's max-context rule: the window where the token has the most context
-        # (min(left, right) + 0.01 × window length, in float64 as Python; the first wins ties).
-        overlap = tf.reduce_max((w + s - 1) // s) + 1
-        candidate = (
-            tf.maximum((context_local - w[:, tf.newaxis] + s[:, tf.newaxis]) // s[:, tf.newaxis], 0)
-        )[..., tf.newaxis] + tf.range(tf.maximum(overlap, 1))  # (F, width, K)
-        cand_start = candidate * s[:, tf.newaxis, tf.newaxis]
-        cand_length = tf.minimum(
-            w[:, tf.newaxis, tf.newaxis], n[:, tf.newaxis, tf.newaxis] - cand_start
-        )
-        local = context_local[..., tf.newaxis]
-        inside = (
-            (candidate < per_window(num_windows)[:, tf.newaxis, tf.newaxis])
-            & (cand_start <= local)
-            & (local <= cand_start + cand_length - 1)
-        )
-        score = tf.cast(
-            tf.minimum(local - cand_start, cand_start + cand_length - 1 - local), tf.float64
-        ) + tf.constant(0.01, tf.float64) * tf.cast(cand_length, tf.float64)
-        score = tf.where(inside, score, tf.constant(-1e300, tf.float64))
-        best = tf.reduce_max(score, axis=-1, keepdims=True)
-        first = tf.reduce_min(tf.where(score == best, candidate, tf.int64.max), axis=-1)
-        max_context = is_context & (first == window[:, tf.newaxis])
-
-        def as_int32(value):
-            return tf.cast(value, tf.int32)
-
-        return {
-            "inputs": {
-                "token_ids": as_int32(token_ids),
-                "segment_ids": as_int32(segment_ids),
-                "padding_mask": as_int32(padding_mask),
-            },
-            "example": example,
-            "token_starts": token_starts,
-            "token_ends": token_ends,
-            "max_context": max_context,
-            "tokens": tokens,
-        }
 
     def answer(self, question: tf.Tensor, context: tf.Tensor) -> dict:
         """`serving_default`'s outputs for `[batch]` questions and contexts."""

@@ -79,4 +79,5 @@ TASK_TYPE = TaskType(
     serving_module="keras_albert.tasks.question_answering.serving:QuestionAnsweringServingModule",
     export_options=QuestionAnsweringServingOptions,
     checkpoint_names=CHECKPOINT_NAMES,
+    preprocessor="keras_albert.tasks.question_answering.preprocessor:AlbertQuestionAnswererPreprocessor",
 )
