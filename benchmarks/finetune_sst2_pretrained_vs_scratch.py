@@ -65,7 +65,7 @@ def main() -> None:
     if args.train_examples:
         train_data = _subset(train_data, args.train_examples, args.seed, args.output_dir)
     common = dict(
-        task="SST-2",
+        dataset="SST-2",
         train_data=train_data,
         eval_data=os.path.join(args.glue_dir, "SST-2", "dev.tsv"),
         vocabulary=args.vocabulary,

@@ -246,7 +246,7 @@ def _finetune_scores(args, options: MainJobOptions, runs: list[dict]) -> list[fl
             finetuning_options(
                 options,
                 run["side"] == "scratch",
-                task=args.task,
+                dataset=args.task,
                 train_data=run["train_file"],
                 eval_data=run["eval_file"],
                 output_dir=run["output_dir"],

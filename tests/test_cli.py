@@ -112,7 +112,7 @@ TOOLS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         ("create_pretraining_data", ["--inputs", "a.txt", "--output-dir", "out"]),
         ("pretrain", ["--train-data", "d", "--output-dir", "o", "--train-steps", "1",
                       "--batch-size", "1", "--preset", "albert_base_v2"]),
-        ("finetune", ["--task", "SST-2", "--train-data", "t", "--eval-data", "e",
+        ("finetune", ["--dataset", "SST-2", "--train-data", "t", "--eval-data", "e",
                       "--output-dir", "o"]),
         ("export_saved_model", ["run/best.keras"]),
     ],

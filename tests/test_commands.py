@@ -51,9 +51,9 @@ ARGUMENT_LISTS = {
          "--albert_config_file=c.json", "--use_tpu"],
     ],
     "finetune": [
-        ["--task", "SST-2", "--train-data", "t.tsv", "--eval-data", "d.tsv", "--output-dir",
+        ["--dataset", "SST-2", "--train-data", "t.tsv", "--eval-data", "d.tsv", "--output-dir",
          "o", "--init-checkpoint", "runs/pretrain", "--scale", "0.05"],
-        ["--task", "squad_v2", "--answerability", "answer_class", "--train-data", "t.json",
+        ["--dataset", "squad_v2", "--answerability", "answer_class", "--train-data", "t.json",
          "--eval-data", "d.json", "--output-dir", "o", "--preset", "albert_base_v2"],
     ],
     "convert": [

@@ -1,8 +1,10 @@
 """Output directories written before the task-type restructure (tests/data/legacy_runs, see its
 README) still resume and load: a fine-tuning run whose `checkpoints/run.json` holds every
-task's options flat under their former names (`epochs`, `squad_answerability`), and a
+task's options flat under their former names (`epochs`, `squad_answerability`), one whose
+`run.json` names the data set `task` (today's place, `dataset`'s former name), and a
 pretraining run."""
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -64,6 +66,30 @@ def test_a_finetuning_run_written_before_resumes_and_loads(tmp_path):
             finetune(_squad_options(directory, **change))
     summary = finetune(_squad_options(directory))
     assert summary["resumed_from_step"] == 2 and summary["train_steps"] == 2
+
+
+def test_a_run_json_naming_the_dataset_task_resumes(tmp_path):
+    """`run.json` in the output directory as written before `task` became `dataset`: the data
+    set it records is still compared, and the same options resume the run."""
+    directory = _copy(
+        "finetune_squad_v2", tmp_path, "checkpoints/run.json", train_data=SQUAD, eval_data=SQUAD
+    )
+    legacy = json.loads((directory / "checkpoints" / "run.json").read_text())
+    (directory / "checkpoints" / "run.json").unlink()
+    record = {key: value for key, value in legacy.items() if key not in ("epochs",)}
+    record["num_evaluations"] = legacy["epochs"]
+    record["answerability"] = record.pop("squad_answerability")
+    assert record["task"] == "squad_v2" and "dataset" not in record
+    (directory / "run.json").write_text(json.dumps(record))
+    with pytest.raises(ValueError, match=r"dataset: 'squad_v2' -> 'squad_v1'"):
+        finetune(
+            dataclasses.replace(
+                _squad_options(directory, answerability="null_span"), dataset="squad_v1"
+            )
+        )
+    summary = finetune(_squad_options(directory))
+    assert summary["resumed_from_step"] == 2 and summary["options"]["dataset"] == "squad_v2"
+    assert json.loads((directory / "run.json").read_text())["dataset"] == "squad_v2"
 
 
 def test_a_pretraining_run_written_before_resumes_and_loads(tmp_path):

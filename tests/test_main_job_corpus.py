@@ -82,7 +82,7 @@ def corpus(tmp_path):
         wikitext=wikitext,
         held_out_articles=1,
         task_train_data=task,
-        task="SST-2",
+        dataset="SST-2",
         seed=3,
     )
 
@@ -137,7 +137,7 @@ def test_pair_task_files_read_both_text_columns(tmp_path):
     header = "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
     rows = "LABEL_ONE_9e\t1\t2\tThe cat sat .\tA cat was sitting .\n"
     task = _write(tmp_path / "mrpc.tsv", header + rows)
-    corpus = build_task_corpus(str(tmp_path / "out"), task_train_data=task, task="MRPC")
+    corpus = build_task_corpus(str(tmp_path / "out"), task_train_data=task, dataset="MRPC")
     assert sorted(_documents(corpus.train_file)) == ["A cat was sitting .", "The cat sat ."]
     assert "LABEL" not in open(corpus.train_file, encoding="utf-8").read()
 

@@ -111,7 +111,7 @@ def test_finetuning_output_dir_that_is_a_file(tmp_path):
     taken = tmp_path / "results.txt"
     taken.write_text("keep me")
     result = run(
-        "finetune", "--task", "SST-2", "--train-data", tmp_path / "train.tsv",
+        "finetune", "--dataset", "SST-2", "--train-data", tmp_path / "train.tsv",
         "--eval-data", tmp_path / "dev.tsv", "--preset", "albert_base_v2",
         "--output-dir", taken,
     )  # fmt: skip
@@ -122,7 +122,7 @@ def test_finetuning_output_dir_that_is_a_file(tmp_path):
 
 def test_finetuning_data_that_is_a_directory(tmp_path):
     result = run(
-        "finetune", "--task", "SST-2", "--train-data", tmp_path, "--eval-data", tmp_path,
+        "finetune", "--dataset", "SST-2", "--train-data", tmp_path, "--eval-data", tmp_path,
         "--preset", "albert_base_v2", "--sentencepiece-model", ALBERT_SPM,
         "--output-dir", tmp_path / "run",
     )  # fmt: skip
@@ -197,7 +197,7 @@ def test_finetuning_interrupt_says_what_was_saved(tmp_path, monkeypatch):
     AlbertConfig(**TINY_30K).to_json(str(tiny))
     split = os.path.join(GLUE_DATA, "sst2_{}.tsv")
     options = FinetuningOptions(
-        task="SST-2", train_data=split.format("train"), eval_data=split.format("dev"),
+        dataset="SST-2", train_data=split.format("train"), eval_data=split.format("dev"),
         output_dir=str(tmp_path / "run"), config=str(tiny), vocabulary=ALBERT_SPM,
         sequence_length=32, train_steps=2, batch_size=4, verbose=0,
     )  # fmt: skip
@@ -246,7 +246,7 @@ def finetuning_argv(tmp_path) -> list:
     AlbertConfig(**TINY_30K).to_json(str(tiny))  # max_sequence_length 32
     split = os.path.join(GLUE_DATA, "sst2_{}.tsv")
     return [
-        "--task", "SST-2", "--train-data", split.format("train"), "--eval-data",
+        "--dataset", "SST-2", "--train-data", split.format("train"), "--eval-data",
         split.format("dev"), "--config", tiny, "--vocabulary", ALBERT_SPM,
         "--output-dir", tmp_path / "run", "--batch-size", "4", "--verbose", "0",
     ]  # fmt: skip

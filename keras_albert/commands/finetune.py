@@ -13,24 +13,24 @@ options (`keras_albert/tasks/<task type>/options.py`); their docstrings give the
 default is the dataclass's.
 
 Examples:
-  keras-albert finetune --task SST-2 --train-data glue/SST-2/train.tsv \\
+  keras-albert finetune --dataset SST-2 --train-data glue/SST-2/train.tsv \\
       --eval-data glue/SST-2/dev.tsv --init-checkpoint runs/austen/pretrain \\
       --output-dir runs/sst2 --scale 0.05 --sequence-length 128
-  keras-albert finetune --task RTE --train-data RTE/train.tsv --eval-data RTE/dev.tsv \\
+  keras-albert finetune --dataset RTE --train-data RTE/train.tsv --eval-data RTE/dev.tsv \\
       --init-checkpoint albert_base_hf/ --vocabulary 30k-clean.model \\
       --output-dir runs/rte
-  keras-albert finetune --task generic --text-columns review --label-column stars \\
+  keras-albert finetune --dataset generic --text-columns review --label-column stars \\
       --labels 1,2,3,4,5 --train-data reviews_train.csv --eval-data reviews_dev.csv \\
       --preset albert_base_v2 --vocabulary 30k-clean.model --output-dir runs/reviews
-  keras-albert finetune --task squad_v2 --answerability answer_class \\
+  keras-albert finetune --dataset squad_v2 --answerability answer_class \\
       --train-data squad/train-v2.0.json --eval-data squad/dev-v2.0.json \\
       --init-checkpoint albert_base_hf/ --vocabulary 30k-clean.model \\
       --output-dir runs/squad2 --scale 0.01
-  keras-albert finetune --task race --train-data RACE/train --eval-data RACE/dev \\
+  keras-albert finetune --dataset race --train-data RACE/train --eval-data RACE/dev \\
       --init-checkpoint runs/austen/pretrain --output-dir runs/race --scale 0.01
-  keras-albert finetune --task ner --train-data wnut17/train.conll \\
+  keras-albert finetune --dataset ner --train-data wnut17/train.conll \\
       --eval-data wnut17/dev.conll --init-checkpoint runs/austen/pretrain --output-dir runs/ner
-  keras-albert finetune --task stsb_embedding --train-data data/glue/STS-B/train.tsv \\
+  keras-albert finetune --dataset stsb_embedding --train-data data/glue/STS-B/train.tsv \\
       --eval-data data/glue/STS-B/dev.tsv --init-checkpoint runs/austen/pretrain \\
       --output-dir runs/stsb_embedding
 """

@@ -127,7 +127,7 @@ RUN_OUTPUTS = (
 
 
 def finetune(options: FinetuningOptions) -> dict:
-    """Fine-tunes a model on `options.task`, or resumes the run `options.output_dir` holds;
+    """Fine-tunes a model on `options.dataset`, or resumes the run `options.output_dir` holds;
     returns the summary (also `summary.json`)."""
     # An unknown task, or options it cannot take, fail before any work.
     _, options = choose_task(options)

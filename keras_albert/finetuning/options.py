@@ -3,13 +3,17 @@
 Each field is one flag of `tools/finetune.py` (`keras_albert.cli.add_options`): the default is
 written here once, the help is the field's entry in the class docstring. The options of one
 task type (SQuAD's windows, a generic CSV's columns, ...) are that task type's own dataclass
-in its folder, given as `task_options`; which task names exist and what each task accepts,
-`keras_albert.finetuning.task_choice` checks against the registry: these options know no task.
+in its folder, given as `task_options`; which data set names exist and what each task type
+accepts, `keras_albert.finetuning.task_choice` checks against the registry: these options know
+no task type. `dataset` was `task` before (`--task`, `task=` and run records that name it
+still work).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import warnings
 
 from keras_albert.cli import VOCABULARY_METADATA, parse_bool_or_auto, parse_int_or_none
 from keras_albert.finetuning.elastic_depth import parse_depths
@@ -31,10 +35,11 @@ class FinetuningOptions:
     """Everything one fine-tuning run needs (`keras_albert.finetuning.driver.finetune`).
 
     Args:
-        task: the data to fine-tune on, which picks the task type: a GLUE task name (SST-2,
-            MRPC, STS-B, CoLA, RTE, QQP, MNLI, QNLI) or "generic" (classification),
+        dataset: the data set to fine-tune on, which picks the task type: a GLUE task name
+            (SST-2, MRPC, STS-B, CoLA, RTE, QQP, MNLI, QNLI) or "generic" (classification),
             "squad_v1" or "squad_v2" (question_answering), "race" (multiple_choice), "ner"
-            (token_classification), "stsb_embedding" or "sentence_pairs" (text_embedding).
+            (token_classification), "stsb_embedding" or "sentence_pairs" (text_embedding);
+            `--task` is its former name.
         train_data: the training file, in a layout the task knows (SQuAD JSON, a RACE file or
             split directory, a CoNLL file, a GLUE-style TSV/CSV, a file of sentence pairs).
         eval_data: the evaluation file (labeled); evaluated after every epoch.
@@ -83,7 +88,7 @@ class FinetuningOptions:
         weight_decay_rate: AdamW's decoupled decay (LayerNorm and biases excluded).
         skip_invalid: skip (and count) bad rows instead of stopping at the first.
         task_options: the task type's own options (e.g. a `QuestionAnsweringOptions`: the
-            `TaskType.options` of `keras_albert.tasks.registry.task_type_for(task)`); None: its
+            `TaskType.options` of `keras_albert.tasks.registry.task_type_for(dataset)`); None: its
             defaults. `tools/finetune.py` builds them from the task type's own flags.
         strategy: a `build_strategy` name (auto, cpu, one_device, mirrored, multi_worker with
             TF_CONFIG, tpu); every one runs the same training loop (`training.loop`).
@@ -122,7 +127,7 @@ class FinetuningOptions:
             run in `output_dir` instead of resuming it (or refusing other options).
     """
 
-    task: str
+    dataset: str = dataclasses.field(metadata={"aliases": ("--task",)})
     train_data: str
     eval_data: str
     output_dir: str
@@ -223,3 +228,27 @@ class FinetuningOptions:
                 f"({', '.join(sorted(ADAPTABLE_LAYER_NAMES))}). "
                 f"Received: lora_target_layer_names={targets!r}"
             )
+
+
+_generated_init = FinetuningOptions.__init__
+
+
+@functools.wraps(_generated_init)
+def _init(self, *args, task=None, **kwargs):
+    # `task=` is the former name of `dataset` (a deprecated alias of the keyword).
+    if task is not None:
+        if args or "dataset" in kwargs:
+            raise TypeError(
+                "`task` must be None when `dataset` is given (`task` is its former name). "
+                f"Received: task={task!r}"
+            )
+        warnings.warn(
+            "`FinetuningOptions(task=...)` is deprecated: use `dataset=`.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        kwargs["dataset"] = task
+    _generated_init(self, *args, **kwargs)
+
+
+FinetuningOptions.__init__ = _init

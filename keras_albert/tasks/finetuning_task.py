@@ -64,7 +64,7 @@ class FinetuningTask(abc.ABC):
         self.options = options
         self.tokenizer = tokenizer
         self.sequence_length = options.sequence_length or self.default_sequence_length
-        self.name = options.task
+        self.name = options.dataset
         self.main_metric = "accuracy"
 
     @property

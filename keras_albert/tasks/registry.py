@@ -1,6 +1,6 @@
 """The task types, listed once: `TASK_TYPES`.
 
-Everything that dispatches on a task type reads this list: the fine-tuning CLI (`--task` and
+Everything that dispatches on a task type reads this list: the fine-tuning CLI (`--dataset` and
 each task type's own flags), the driver, `load_checkpoint`'s `model=` kinds (`MODEL_KINDS`),
 the export dispatch and the export CLI's `--model` choices. A new task type is one folder of
 `keras_albert.tasks` (with its `task_type.py`) and one line here.
@@ -67,26 +67,27 @@ def check_model_kind(model: str | None) -> str | None:
 
 
 def finetuning_datasets() -> tuple[str, ...]:
-    """Every name `--task` takes, in the order of `TASK_TYPES`."""
+    """Every name `--dataset` takes, in the order of `TASK_TYPES`."""
     return tuple(name for task_type in TASK_TYPES for name in task_type.datasets)
 
 
-def canonical_task(task: str) -> tuple[TaskType, str]:
-    """The task type that fine-tunes on `task` (a `--task` name: "SST-2", "squad_v2", "race",
-    ...; case, "-" and "_" do not matter), and the name as its task type spells it."""
-    if isinstance(task, str):
+def canonical_dataset(dataset: str) -> tuple[TaskType, str]:
+    """The task type that fine-tunes on `dataset` (a `--dataset` name: "SST-2", "squad_v2",
+    "race", ...; case, "-" and "_" do not matter), and the name as its task type spells it."""
+    if isinstance(dataset, str):
         for task_type in TASK_TYPES:
             for name in task_type.datasets:
-                if _key(task) == _key(name):
+                if _key(dataset) == _key(name):
                     return task_type, name
     raise ValueError(
-        f"`task` must be one of {', '.join(finetuning_datasets())}. Received: task={task!r}"
+        f"`dataset` must be one of {', '.join(finetuning_datasets())}. "
+        f"Received: dataset={dataset!r}"
     )
 
 
-def task_type_for(task: str) -> TaskType:
-    """The task type that fine-tunes on `task` (see `canonical_task`)."""
-    return canonical_task(task)[0]
+def task_type_for(dataset: str) -> TaskType:
+    """The task type that fine-tunes on `dataset` (see `canonical_dataset`)."""
+    return canonical_dataset(dataset)[0]
 
 
 def model_kind_of(model) -> str:

@@ -131,8 +131,9 @@ class TaskType:
             (`head`: the head's own options a checkpoint gives, e.g. `answerability`);
             `load_checkpoint(..., model=name)` builds it around a checkpoint's backbone.
         defaults: the task's `defaults.py` (imports nothing; every default is written there).
-        datasets: the names `FinetuningOptions.task` (`--task`) takes for this task type (e.g.
-            "squad_v1", "squad_v2"); empty when the task type is not fine-tuned (fill-mask).
+        datasets: the names `FinetuningOptions.dataset` (`--dataset`) takes for this task type
+            (e.g. "squad_v1", "squad_v2"); empty when the task type is not fine-tuned
+            (fill-mask).
         options: the dataclass of the task type's own fine-tuning options (its fields are
             flags of `tools/finetune.py`), or None when it has none.
         finetuning_task: "module:Class" of its `FinetuningTask`, or None (not fine-tuned).

@@ -21,6 +21,7 @@ _RENAMED_RUN_KEYS = {
     "sentencepiece_model": "vocabulary",
     "epochs": "num_evaluations",  # fine-tuning's count of evaluations
     "squad_answerability": "answerability",
+    "task": "dataset",  # fine-tuning's data set (`FinetuningOptions.dataset`)
 }
 
 

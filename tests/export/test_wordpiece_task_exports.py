@@ -84,7 +84,7 @@ def runs(tmp_path_factory):
         ("ner", NER, []),
     ):
         output_dir = root / task
-        argv = ["--task", task, "--train-data", str(data), "--eval-data", str(data)]
+        argv = ["--dataset", task, "--train-data", str(data), "--eval-data", str(data)]
         argv += ["--config", str(config), "--vocabulary", str(VOCABULARY), "--seed", "1"]
         argv += ["--sequence-length", str(SEQUENCE_LENGTH), "--train-steps", "30"]
         argv += ["--batch-size", "4", "--epochs", "1", "--learning-rate", "3e-3"]

@@ -30,7 +30,7 @@ def tiny_runs(directory: Path, name: str, seeds=(0, 1), **changes) -> list[Finet
     return [
         FinetuningOptions(
             **{
-                "task": "SST-2",
+                "dataset": "SST-2",
                 "train_data": os.path.join(GLUE_DATA, "sst2_train.tsv"),
                 "eval_data": os.path.join(GLUE_DATA, "sst2_dev.tsv"),
                 "output_dir": str(directory / name / f"seed_{seed}"),

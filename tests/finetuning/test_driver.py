@@ -32,7 +32,7 @@ TINY_30K = {**TINY, "vocabulary_size": 30000, "num_layers": 2}
 
 
 def test_options_are_checked():
-    with pytest.raises(ValueError, match=r"`task` must be one of .*Received: task='SST-5'"):
+    with pytest.raises(ValueError, match=r"`dataset` must be one of .*Received: dataset='SST-5'"):
         choose_task(FinetuningOptions("SST-5", "t", "e", "o", preset="albert_base_v2"))
     with pytest.raises(
         ValueError, match="Exactly one of `init_checkpoint`, `preset`, `config` must be given"
@@ -48,7 +48,9 @@ def test_options_are_checked():
     with pytest.raises(ValueError, match="`batch_size` must be a positive int"):
         FinetuningOptions("RTE", "t", "e", "o", preset="albert_base_v2", batch_size=0)
     base = dict(train_data="t", eval_data="e", output_dir="o", preset="albert_base_v2")
-    with pytest.raises(ValueError, match="`pad_to_multiple_of` must be None for the task 'squad"):
+    with pytest.raises(
+        ValueError, match="`pad_to_multiple_of` must be None for the dataset 'squad"
+    ):
         choose_task(FinetuningOptions("squad_v1", pad_to_multiple_of=16, **base))
     with pytest.raises(ValueError, match="`pad_to_multiple_of` must be .*pad_to_multiple_of=0"):
         FinetuningOptions("SST-2", pad_to_multiple_of=0, **base)
@@ -121,7 +123,7 @@ def test_every_task_end_to_end(task, tiny_config_path, tmp_path):
     output_dir = tmp_path / "run"
     summary = finetune(
         FinetuningOptions(
-            task=task,
+            dataset=task,
             train_data=train_data,
             eval_data=eval_data,
             output_dir=str(output_dir),
@@ -175,7 +177,7 @@ def test_the_run_trains_exactly_train_steps_the_last_stretch_shorter(tiny_config
     train_data, eval_data = _task_files("SST-2", tmp_path)
     output_dir = tmp_path / "run"
     options = FinetuningOptions(
-        task="SST-2", train_data=train_data, eval_data=eval_data, output_dir=str(output_dir),
+        dataset="SST-2", train_data=train_data, eval_data=eval_data, output_dir=str(output_dir),
         config=tiny_config_path, vocabulary=ALBERT_MODEL, sequence_length=32, train_steps=10,
         batch_size=4, num_evaluations=3, verbose=0,
     )  # fmt: skip
@@ -199,7 +201,7 @@ def test_remat_flag_reaches_the_trained_model(tiny_config_path, tmp_path):
     train_data, eval_data = _task_files("SST-2", tmp_path)
     output_dir = tmp_path / "run"
     tool = os.path.join(os.path.dirname(GLUE_DATA), os.pardir, os.pardir, "tools", "finetune.py")
-    argv = ["--task", "SST-2", "--train-data", train_data, "--eval-data", eval_data]
+    argv = ["--dataset", "SST-2", "--train-data", train_data, "--eval-data", eval_data]
     argv += ["--config", tiny_config_path, "--vocabulary", ALBERT_MODEL, "--sequence-length", "32"]
     argv += ["--train-steps", "2", "--batch-size", "4", "--verbose", "0"]
     argv += ["--output-dir", str(output_dir), "--remat"]
@@ -215,7 +217,7 @@ def test_output_to_a_file_is_lines_not_a_bar(tiny_config_path, tmp_path, capsys)
     last, whose evaluations print theirs."""
     train_data, eval_data = _task_files("SST-2", tmp_path)
     options = FinetuningOptions(
-        task="SST-2", train_data=train_data, eval_data=eval_data,
+        dataset="SST-2", train_data=train_data, eval_data=eval_data,
         output_dir=str(tmp_path / "run"), config=tiny_config_path, vocabulary=ALBERT_MODEL,
         sequence_length=32, train_steps=20, batch_size=4, num_evaluations=2, verbose=1,
     )  # fmt: skip
@@ -306,7 +308,7 @@ def test_from_pretraining_output_generic_csv_learns_and_predicts_with_the_best_m
     sequence_length = 16
     summary = finetune(
         FinetuningOptions(
-            task="generic",
+            dataset="generic",
             train_data=str(train),
             eval_data=str(evaluation),
             test_data=str(test),
@@ -352,12 +354,12 @@ def test_cli_runs_the_driver_and_bad_input_names_file_and_line(tmp_path, monkeyp
     tool = os.path.join(os.path.dirname(GLUE_DATA), os.pardir, os.pardir, "tools", "finetune.py")
     bad = tmp_path / "bad.tsv"
     bad.write_text("sentence\tlabel\ngood\t1\nbad\tpositive\n", encoding="utf-8")
-    argv = ["finetune.py", "--task", "SST-2", "--train-data", str(bad), "--eval-data", str(bad)]
+    argv = ["finetune.py", "--dataset", "SST-2", "--train-data", str(bad), "--eval-data", str(bad)]
     argv += ["--preset", "albert_base_v2", "--vocabulary", ALBERT_MODEL]
     argv += ["--output-dir", str(tmp_path / "x"), "--debug"]  # the exception, not one line
     monkeypatch.setattr(sys, "argv", argv)
     with pytest.raises(glue.DataFormatError, match=rf"{bad}:3: label 'positive'"):
         runpy.run_path(tool, run_name="__main__")
     monkeypatch.setattr(sys, "argv", [*argv[:2], "nope", *argv[3:]])
-    with pytest.raises(ValueError, match=r"`task` must be one of .*Received: task='nope'"):
+    with pytest.raises(ValueError, match=r"`dataset` must be one of .*Received: dataset='nope'"):
         runpy.run_path(tool, run_name="__main__")

@@ -116,7 +116,7 @@ def test_target_layer_names_must_name_dense_or_embedding_layers(targets):
 def test_lora_target_layer_names_are_checked_before_any_work(changes, error):
     with pytest.raises(ValueError, match=f"`lora_target_layer_names` {error}"):
         FinetuningOptions(
-            task="SST-2", train_data="t", eval_data="e", output_dir="o", preset="albert_base_v2",
+            dataset="SST-2", train_data="t", eval_data="e", output_dir="o", preset="albert_base_v2",
             **changes,
         )  # fmt: skip
 
@@ -187,7 +187,7 @@ def test_finetune_with_lora_rank_reports_what_it_trained_and_keeps(tmp_path, cap
     AlbertConfig(**{**TINY, "vocabulary_size": 30000}).to_json(config)
     summary = finetune(
         FinetuningOptions(
-            task="SST-2",
+            dataset="SST-2",
             train_data=os.path.join(GLUE_DATA, "sst2_train.tsv"),
             eval_data=os.path.join(GLUE_DATA, "sst2_dev.tsv"),
             output_dir=str(tmp_path / "run"),

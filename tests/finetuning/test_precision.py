@@ -67,7 +67,7 @@ def _task_data(task, tmp_path):
 def test_each_task_fine_tunes_in_mixed_precision(task, precision, float16_pretrainer, tmp_path):
     data = _task_data(task, tmp_path)
     output_dir = tmp_path / "run"
-    argv = ["--task", task, "--train-data", data, "--eval-data", data, "--seed", "1"]
+    argv = ["--dataset", task, "--train-data", data, "--eval-data", data, "--seed", "1"]
     argv += ["--init-checkpoint", float16_pretrainer, "--vocabulary", ALBERT_SPM]
     argv += ["--sequence-length", str(SEQUENCE_LENGTH), "--train-steps", "4", "--batch-size", "4"]
     argv += ["--epochs", "1", "--learning-rate", "1e-3", "--output-dir", str(output_dir)]
@@ -114,7 +114,7 @@ def test_an_export_of_a_bfloat16_trained_model_serves_like_it(float16_pretrainer
 
     data = _task_data("sst-2", tmp_path)
     output_dir = tmp_path / "run"
-    argv = ["--task", "sst-2", "--train-data", data, "--eval-data", data, "--seed", "1"]
+    argv = ["--dataset", "sst-2", "--train-data", data, "--eval-data", data, "--seed", "1"]
     argv += ["--init-checkpoint", float16_pretrainer, "--vocabulary", ALBERT_SPM]
     argv += ["--sequence-length", "32", "--train-steps", "3", "--batch-size", "4"]
     argv += ["--epochs", "1", "--output-dir", str(output_dir), "--verbose", "0"]

@@ -51,7 +51,7 @@ def config_path(tmp_path_factory):
 
 def command(config_path, output_dir, *extra):
     return [
-        sys.executable, str(TOOL), "--task", "SST-2",
+        sys.executable, str(TOOL), "--dataset", "SST-2",
         "--train-data", os.path.join(GLUE, "sst2_train.tsv"),
         "--eval-data", os.path.join(GLUE, "sst2_dev.tsv"),
         "--config", config_path, "--sentencepiece-model", ALBERT_SPM,
@@ -296,7 +296,7 @@ def test_a_resume_with_other_options_is_refused_and_force_starts_over(
     config_path, tmp_path, capsys
 ):
     base = dict(
-        task="SST-2", train_data=os.path.join(GLUE, "sst2_train.tsv"),
+        dataset="SST-2", train_data=os.path.join(GLUE, "sst2_train.tsv"),
         eval_data=os.path.join(GLUE, "sst2_dev.tsv"), output_dir=str(tmp_path / "run"),
         config=config_path, vocabulary=ALBERT_SPM, sequence_length=32,
         batch_size=4, train_steps=4, num_evaluations=2, verbose=0,
@@ -326,7 +326,7 @@ def test_a_resume_inside_a_shorter_last_stretch_ends_like_the_uninterrupted_run(
     checkpoint (inside the shorter last stretch) trains step 7 alone, averages the stretch's
     3 steps, and ends as the uninterrupted run; rerun when finished, it trains nothing."""
     options = dict(
-        task="SST-2", train_data=os.path.join(GLUE, "sst2_train.tsv"),
+        dataset="SST-2", train_data=os.path.join(GLUE, "sst2_train.tsv"),
         eval_data=os.path.join(GLUE, "sst2_dev.tsv"), config=config_path,
         vocabulary=ALBERT_SPM, sequence_length=32, batch_size=4, train_steps=7,
         num_evaluations=2, learning_rate=1e-3, checkpoint_every_steps=3, keep_checkpoints=10,
@@ -382,7 +382,7 @@ def test_resumed_from_an_earlier_checkpoint_ends_like_the_uninterrupted_run(
     and ends as the uninterrupted run, bit for bit (NER, and SQuAD v2 with its windows)."""
     data, task_options, predictions = _task_data(task, tmp_path)
     options = dict(
-        task=task, train_data=data, eval_data=data, config=config_path,
+        dataset=task, train_data=data, eval_data=data, config=config_path,
         vocabulary=ALBERT_SPM, batch_size=4, train_steps=8,
         num_evaluations=2, learning_rate=1e-3, checkpoint_every_steps=3, keep_checkpoints=10,
         verbose=0, **task_options,
@@ -423,7 +423,7 @@ def test_a_float32_run_resumes_in_mixed_precision(config_path, tmp_path):
     either, the run goes on from step 3 and its losses follow the float32 run's."""
     data, task_options, _ = _task_data("ner", tmp_path)
     options = dict(
-        task="ner", train_data=data, eval_data=data, config=config_path,
+        dataset="ner", train_data=data, eval_data=data, config=config_path,
         vocabulary=ALBERT_SPM, batch_size=4, train_steps=8, num_evaluations=2, learning_rate=1e-3,
         checkpoint_every_steps=3, keep_checkpoints=10, verbose=0, **task_options,
     )  # fmt: skip

@@ -65,7 +65,7 @@ def config_path(tmp_path_factory):
 
 
 def finetune_tool(config_path, output_dir, task, train_data, eval_data, *flags):
-    argv = ["--task", task, "--train-data", train_data, "--eval-data", eval_data]
+    argv = ["--dataset", task, "--train-data", train_data, "--eval-data", eval_data]
     argv += ["--config", config_path, "--vocabulary", ALBERT_SPM, "--seed", "1"]
     argv += ["--sequence-length", str(SEQUENCE_LENGTH), "--train-steps", "4", "--batch-size", "4"]
     argv += ["--epochs", "2", "--learning-rate", "1e-3", "--output-dir", str(output_dir), *flags]
@@ -194,7 +194,7 @@ def test_squad_v1_refuses_the_answer_class_head():
                 "squad_v1", "t", "e", "o", preset="albert_base_v2", task_options=answer_class
             )
         )
-    with pytest.raises(ValueError, match=r"`task` must be one of .*squad_v1, squad_v2, race, ner"):
+    with pytest.raises(ValueError, match=r"`dataset` must be one of .*squad_v2, race, ner"):
         choose_task(FinetuningOptions("squad", "t", "e", "o", preset="albert_base_v2"))
 
 

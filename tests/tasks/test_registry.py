@@ -81,7 +81,7 @@ def test_the_task_types_own_flags_do_not_collide():
 
 
 def test_each_task_name_picks_one_task_type():
-    # `--task` matches ignoring case, "-" and "_": no two task types may share a name so read.
+    # `--dataset` matches ignoring case, "-" and "_": no two task types may share a name so read.
     keys = [
         name.lower().replace("-", "").replace("_", "")
         for task_type in TASK_TYPES
@@ -95,7 +95,9 @@ def test_reachable_from_the_finetuning_cli(task_type):
     parser = runpy.run_path(str(TOOLS / "finetune.py"))["build_parser"]()
     required = "--train-data t --eval-data e --output-dir o --preset albert_base_v2".split()
     for dataset in task_type.datasets:
-        args = parser.parse_args(["--task", dataset, *required, *REQUIRED_FLAGS.get(dataset, ())])
+        args = parser.parse_args(
+            ["--dataset", dataset, *required, *REQUIRED_FLAGS.get(dataset, ())]
+        )
         chosen, options = choose_task(options_from_flags(args))
         assert chosen is task_type and task_type_for(dataset.upper()) is task_type
         if task_type.options is not None:

@@ -242,7 +242,7 @@ def finetune_command(tmp_path, output_dir, strategy):
             num_layers=2, num_heads=2, max_sequence_length=32,
         ).to_json(config)  # fmt: skip
     return [
-        sys.executable, str(FINETUNE_TOOL), "--task", "sst2",
+        sys.executable, str(FINETUNE_TOOL), "--dataset", "sst2",
         "--train-data", str(GLUE_DIR / "sst2_train.tsv"),
         "--eval-data", str(GLUE_DIR / "sst2_dev.tsv"),
         "--config", str(config), "--vocabulary", str(SPM),

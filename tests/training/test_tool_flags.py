@@ -64,7 +64,7 @@ def test_finetune_tool_flags():
     task_options = tuple(t.options for t in TASK_TYPES if t.options is not None)
     check_tool_flags(parser, FinetuningOptions, given_only=task_options)
     args = parser.parse_args(
-        "--task generic --train-data t --eval-data e --output-dir o --preset albert_base_v2 "
+        "--dataset generic --train-data t --eval-data e --output-dir o --preset albert_base_v2 "
         "--text-columns a,b --label-column c --labels x,y --no-header --skip-invalid".split()
     )
     assert options_from_flags(args) == FinetuningOptions(
@@ -74,7 +74,7 @@ def test_finetune_tool_flags():
         ),
     )  # fmt: skip
     squad = (
-        "--task squad_v2 --train-data t --eval-data e --output-dir o --preset albert_base_v2 "
+        "--dataset squad_v2 --train-data t --eval-data e --output-dir o --preset albert_base_v2 "
         "--squad-answerability answer_class --doc-stride 64 --max-query-length 32 "
         "--max-answer-length 20 --sequence-length 256"
     )
@@ -89,5 +89,33 @@ def test_finetune_tool_flags():
     with pytest.raises(ValueError, match=r"`--max-qa-length` is an option of multiple_choice"):
         options_from_flags(parser.parse_args([*squad.split(), "--max-qa-length", "100"]))
     # No task flag given: the task type's defaults.
-    args = parser.parse_args(["--task", "race", *squad.split()[2:10]])
+    args = parser.parse_args(["--dataset", "race", *squad.split()[2:10]])
     assert options_from_flags(args).task_options == MultipleChoiceOptions()
+
+
+def test_finetune_task_is_the_former_name_of_dataset():
+    parser = _tool("finetune")["build_parser"]()
+    rest = "--train-data t --eval-data e --output-dir o --preset albert_base_v2 --doc-stride 64"
+    options = {
+        flag: options_from_flags(parser.parse_args([flag, "squad_v2", *rest.split()]))
+        for flag in ("--dataset", "--task")
+    }
+    assert options["--task"] == options["--dataset"]
+    assert options["--dataset"].dataset == "squad_v2"
+    assert options["--dataset"].task_options == QuestionAnsweringOptions(doc_stride=64)
+    dataset_help = next(a.help for a in parser._actions if a.dest == "dataset")
+    assert "`--task` is its former name" in dataset_help and "(also: --task)" in dataset_help
+    # A flag of another task type names the data set flag it is refused for.
+    with pytest.raises(ValueError, match=r"Received: --dataset squad_v2"):
+        options_from_flags(parser.parse_args(["--task", "squad_v2", *rest.split(), "--labels=a"]))
+
+
+def test_finetuning_options_take_task_as_a_deprecated_keyword():
+    current = FinetuningOptions(dataset="SST-2", train_data="t", eval_data="e", output_dir="o",
+                                preset="albert_base_v2")  # fmt: skip
+    with pytest.warns(DeprecationWarning, match=r"use `dataset=`"):
+        former = FinetuningOptions(task="SST-2", train_data="t", eval_data="e", output_dir="o",
+                                   preset="albert_base_v2")  # fmt: skip
+    assert former == current and former.dataset == "SST-2"
+    with pytest.raises(TypeError, match=r"`task` must be None when `dataset` is given"):
+        FinetuningOptions("SST-2", "t", "e", "o", preset="albert_base_v2", task="MRPC")

@@ -101,12 +101,12 @@ def wikitext_articles(path: str, dropped: dict | None = None) -> list[list[str]]
     return articles
 
 
-def task_sentences(path: str, task: str, dropped: dict | None = None) -> list[str]:
+def task_sentences(path: str, dataset: str, dropped: dict | None = None) -> list[str]:
     """The distinct sentences of a GLUE task file's text column(s), in file order; the label
     column is never read (`read_examples(..., labeled=False)`)."""
     from keras_albert.tasks.classification.reader import read_examples
 
-    examples = read_examples(path, task, labeled=False, progress=False)
+    examples = read_examples(path, dataset, labeled=False, progress=False)
     dropped = {} if dropped is None else dropped
     seen, sentences = set(), []
     for row in zip(*examples.texts, strict=True):
@@ -130,7 +130,7 @@ def build_task_corpus(
     wikitext: str | None = None,
     held_out_articles: int = 0,
     task_train_data: str | None = None,
-    task: str = "SST-2",
+    dataset: str = "SST-2",
     seed: int = 0,
 ) -> TaskCorpus:
     """Writes `output_dir/train.txt` and `output_dir/held_out.txt` (see the module docstring).
@@ -142,7 +142,7 @@ def build_task_corpus(
         wikitext: a WikiText `*.raw` file (` = Title = ` articles).
         held_out_articles: WikiText's last this many articles go to the held-out file.
         task_train_data: the task's training file; only its text columns are read.
-        task: the GLUE task name of `task_train_data` (says its text columns).
+        dataset: the GLUE task name of `task_train_data` (says its text columns).
         seed: the seed of the document shuffle.
     """
     validation.require_int("held_out_articles", held_out_articles, 0)
@@ -172,7 +172,7 @@ def build_task_corpus(
         train["wikitext"] = [p for article in articles[:split] for p in article]
         held_out["wikitext"] = [p for article in articles[split:] for p in article]
     if task_train_data is not None:
-        train["task"] = task_sentences(task_train_data, task, dropped)
+        train["task"] = task_sentences(task_train_data, dataset, dropped)
 
     train_text = {p for paragraphs in train.values() for p in paragraphs}
     for source, paragraphs in held_out.items():

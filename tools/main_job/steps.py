@@ -309,7 +309,7 @@ def _finetune(options: MainJobOptions) -> dict:
     return result
 
 
-def finetuning_options(options: MainJobOptions, from_scratch: bool, *, task="SST-2", **run):
+def finetuning_options(options: MainJobOptions, from_scratch: bool, *, dataset="SST-2", **run):
     """The job's fine-tuning options (its tokenizer, lengths, batch, dynamic padding, XLA)
     for one run: from the pretraining checkpoint, or the same architecture from scratch.
     `run`: the run's own `FinetuningOptions` fields (data, output, rate, steps, seed, ...)."""
@@ -321,7 +321,7 @@ def finetuning_options(options: MainJobOptions, from_scratch: bool, *, task="SST
         else {"init_checkpoint": options.path("pretraining", "model")}
     )
     return FinetuningOptions(
-        task=task,
+        dataset=dataset,
         warmup_steps=max(run["train_steps"] // 10, 1),
         vocabulary=tokenizer_path(options),
         sequence_length=options.finetune_sequence_length,

@@ -11,7 +11,7 @@ from keras_albert.validation import require_given, require_one_of
 
 @dataclasses.dataclass(frozen=True)
 class ClassificationOptions:
-    """A GLUE-style fine-tuning's own options (`--task` a GLUE name or "generic").
+    """A GLUE-style fine-tuning's own options (`--dataset` a GLUE name or "generic").
 
     Args:
         text_columns: generic task: the text columns, one or two (header names or indices).
@@ -30,10 +30,10 @@ class ClassificationOptions:
     def __post_init__(self):
         require_one_of("header", self.header, (True, False))
 
-    def task_spec(self, task: str) -> TaskSpec:
-        """The GLUE-style task `task` names: a GLUE name, or "generic" with these columns."""
-        if task.lower() != "generic":
-            return get_task(task)
+    def task_spec(self, dataset: str) -> TaskSpec:
+        """The GLUE-style task `dataset` names: a GLUE name, or "generic" with these columns."""
+        if dataset.lower() != "generic":
+            return get_task(dataset)
         when = "for the generic task (one or two columns, with `label_column`)"
         require_given("text_columns", self.text_columns or None, when)
         require_given("label_column", self.label_column, "for the generic task")

@@ -42,11 +42,11 @@ class ClassificationTask(FinetuningTask):
 
     @classmethod
     def check_options(cls, options) -> None:
-        options.task_options.task_spec(options.task)
+        options.task_options.task_spec(options.dataset)
 
     def __init__(self, options, tokenizer):
         super().__init__(options, tokenizer)
-        self.spec = options.task_options.task_spec(options.task)
+        self.spec = options.task_options.task_spec(options.dataset)
         self.name, self.main_metric = self.spec.name, self.spec.main_metric
         read = dict(task=self.spec, skip_invalid=options.skip_invalid, progress=options.verbose > 0)
         self.train = read_examples(options.train_data, name="train_data", **read)

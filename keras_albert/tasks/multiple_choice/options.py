@@ -11,7 +11,7 @@ from keras_albert.validation import require_int, require_positive_int
 
 @dataclasses.dataclass(frozen=True)
 class MultipleChoiceOptions:
-    """A RACE fine-tuning's own options (`--task race`).
+    """A RACE fine-tuning's own options (`--dataset race`).
 
     Args:
         max_qa_length: tokens of question + option kept (their last ones).

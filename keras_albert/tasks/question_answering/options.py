@@ -13,7 +13,7 @@ from keras_albert.validation import require_number, require_one_of, require_posi
 
 @dataclasses.dataclass(frozen=True)
 class QuestionAnsweringOptions:
-    """A SQuAD fine-tuning's own options (`--task squad_v1` or `squad_v2`).
+    """A SQuAD fine-tuning's own options (`--dataset squad_v1` or `squad_v2`).
 
     Args:
         answerability: squad_v2: "null_span" (the [CLS] span scores "no answer") or

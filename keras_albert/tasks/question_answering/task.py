@@ -58,7 +58,7 @@ class QuestionAnsweringTask(FinetuningTask):
 
     @classmethod
     def check_options(cls, options) -> None:
-        if options.task == "squad_v1" and options.task_options.answerability != "null_span":
+        if options.dataset == "squad_v1" and options.task_options.answerability != "null_span":
             raise ValueError(
                 "`answerability` must be 'null_span' for squad_v1 (the answer-class head is "
                 "SQuAD v2.0's). Received: "
@@ -68,7 +68,7 @@ class QuestionAnsweringTask(FinetuningTask):
     def __init__(self, options, tokenizer):
         super().__init__(options, tokenizer)
         self.main_metric = "f1"
-        self.version_2 = options.task == "squad_v2"
+        self.version_2 = options.dataset == "squad_v2"
         self.answerability = options.task_options.answerability
         self.threshold = defaults.NULL_SCORE_THRESHOLD if self.version_2 else None
         self.eval_json = read_squad_json(options.eval_data, "eval_data")

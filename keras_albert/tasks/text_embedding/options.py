@@ -38,7 +38,7 @@ STSB = PairLayout(
 
 @dataclasses.dataclass(frozen=True)
 class TextEmbeddingOptions:
-    """A text-embedding fine-tuning's own options (`--task stsb_embedding` or
+    """A text-embedding fine-tuning's own options (`--dataset stsb_embedding` or
     `sentence_pairs`).
 
     Args:
@@ -76,11 +76,11 @@ class TextEmbeddingOptions:
         require_number("max_score", self.max_score, 0, exclusive_minimum=True)
         require_number("mnrl_scale", self.mnrl_scale, 0, exclusive_minimum=True)
 
-    def pair_layout(self, task: str) -> PairLayout:
-        """Where `task`'s files keep their pairs: STS-B's columns, or these for
+    def pair_layout(self, dataset: str) -> PairLayout:
+        """Where `dataset`'s files keep their pairs: STS-B's columns, or these for
         "sentence_pairs"."""
-        # `--task` as given: case, "-" and "_" do not matter (the registry's rule).
-        if task.lower().replace("-", "").replace("_", "") != "sentencepairs":
+        # `--dataset` as given: case, "-" and "_" do not matter (the registry's rule).
+        if dataset.lower().replace("-", "").replace("_", "") != "sentencepairs":
             return STSB
         require_given("pair_columns", self.pair_columns, "for sentence_pairs (two columns)")
         require_given("score_column", self.score_column, "for sentence_pairs (the eval scores)")

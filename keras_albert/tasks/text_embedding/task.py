@@ -1,7 +1,7 @@
 """Text-embedding fine-tuning as a `FinetuningTask`: sentence pairs → an `AlbertTextEmbedder`
 → the correlation of the pairs' cosine similarity with their scores.
 
-The data sets (`--task`): "stsb_embedding", GLUE STS-B's TSV files (`sentence1`, `sentence2`,
+The data sets (`--dataset`): "stsb_embedding", GLUE STS-B's TSV files (`sentence1`, `sentence2`,
 `score` 0-5, divided by 5), and "sentence_pairs", any CSV/TSV of two text columns and a score
 column (`TextEmbeddingOptions`). The loss follows the training file: scored pairs train
 `CosineSimilarityLoss` (the cosine regressed on the score: STS-B's graded scores are the signal;
@@ -54,12 +54,12 @@ class TextEmbeddingTask(FinetuningTask):
 
     @classmethod
     def check_options(cls, options) -> None:
-        options.task_options.pair_layout(options.task)
+        options.task_options.pair_layout(options.dataset)
 
     def __init__(self, options, tokenizer):
         super().__init__(options, tokenizer)
         self.main_metric = "spearman"
-        self.layout = options.task_options.pair_layout(options.task)
+        self.layout = options.task_options.pair_layout(options.dataset)
         read = dict(layout=self.layout, skip_invalid=options.skip_invalid)
         self.train = read_pairs(options.train_data, name="train_data", **read)
         self.evaluation = read_pairs(options.eval_data, scored=True, name="eval_data", **read)

@@ -40,7 +40,7 @@ def config_path(tmp_path_factory):
 
 def _options(config_path, output_dir, task, train_data, eval_data, **changes):
     return FinetuningOptions(
-        task=task, train_data=train_data, eval_data=eval_data, output_dir=str(output_dir),
+        dataset=task, train_data=train_data, eval_data=eval_data, output_dir=str(output_dir),
         config=config_path, vocabulary=str(ALBERT_MODEL), sequence_length=32, train_steps=24,
         batch_size=4, learning_rate=1e-3, num_evaluations=3, verbose=0, **changes,
     )  # fmt: skip
