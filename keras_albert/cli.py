@@ -50,7 +50,9 @@ _BOUND_FLAGS: dict[str, str] = {}
 
 # The tokenizer's vocabulary file (a SentencePiece model or a WordPiece vocabulary) is
 # `vocabulary` in every option class; `--sentencepiece-model` is its name from before WordPiece.
-VOCABULARY_METADATA = {"aliases": ("--sentencepiece-model",)}
+# `path`: a local file the run reads, recorded in `run.json` as an absolute path (a run
+# directory's record resolves wherever it is read from).
+VOCABULARY_METADATA = {"aliases": ("--sentencepiece-model",), "path": True}
 
 
 def flag_name(field_name: str) -> str:

@@ -145,6 +145,10 @@ class RunDirectory:
                 continue
             if dataclasses.is_dataclass(value):
                 record.update(RunDirectory.record(value, free))
+            elif field.metadata.get("path") and isinstance(value, str) and not is_remote(value):
+                # A file the run reads (its vocabulary): absolute, so that the record resolves
+                # from wherever the run directory is read (an export from another directory).
+                record[field.name] = os.path.abspath(value)
             else:
                 record[field.name] = value
         return record
@@ -304,7 +308,22 @@ def _changes(previous: dict, current: dict) -> str:
     return ", ".join(
         f"{key}: {previous[key]!r} -> {value!r}"
         for key, value in current.items()
-        if key in previous and previous[key] != value
+        if key in previous and not _same(previous[key], value)
+    )
+
+
+def _same(recorded, value) -> bool:
+    """Whether a recorded option is `value`: equal, or a path an older run recorded relative to
+    where it started (resumed from there) that is now recorded absolute."""
+    if recorded == value:
+        return True
+    return (
+        isinstance(recorded, str)
+        and isinstance(value, str)
+        and os.path.isabs(value)
+        and not os.path.isabs(recorded)
+        and not is_remote(recorded)
+        and os.path.abspath(recorded) == value
     )
 
 

@@ -37,6 +37,44 @@ def test_run_file_is_read_under_todays_names_and_checked(tmp_path):
     assert RunDirectory(str(tmp_path / "elsewhere")).read_record() is None
 
 
+def test_the_vocabulary_is_recorded_absolute_and_an_older_relative_record_still_resumes(
+    tmp_path, monkeypatch
+):
+    from keras_albert.convert.vocabulary import find_vocabulary
+    from keras_albert.pretraining.options import PretrainingOptions
+
+    started, elsewhere = tmp_path / "started_here", tmp_path / "elsewhere"
+    (started / "tokenizer").mkdir(parents=True)
+    elsewhere.mkdir()
+    (started / "tokenizer" / "sp.model").write_bytes(b"not read here")
+    monkeypatch.chdir(started)
+    options = PretrainingOptions(
+        train_data="records", output_dir="run", train_steps=10, batch_size=8,
+        preset="albert_base_v2",
+        vocabulary="tokenizer/sp.model",
+    )  # fmt: skip
+    record = RunDirectory.record(options, free=("output_dir",))
+    absolute = str(started / "tokenizer" / "sp.model")
+    assert record["vocabulary"] == absolute and record["train_data"] == "records"
+    directory = RunDirectory(str(started / "run"))
+    directory.write_record(record)
+    # An export started in another directory finds the vocabulary the run recorded (beside
+    # a model file the run wrote; the format is told by its name).
+    (started / "run" / "final.keras").write_bytes(b"")
+    monkeypatch.chdir(elsewhere)
+    assert find_vocabulary(str(started / "run" / "final.keras")) == absolute
+
+    # A run.json written before (the relative path) resumes from where it started; another
+    # file is still another option.
+    monkeypatch.chdir(started)
+    (started / "run" / "run.json").write_text(
+        json.dumps({**record, "vocabulary": "tokenizer/sp.model"})
+    )
+    directory.check_record(record, True)
+    with pytest.raises(ValueError, match="vocabulary: 'tokenizer/sp.model' -> '/"):
+        directory.check_record({**record, "vocabulary": str(started / "other.model")}, True)
+
+
 def test_atomic_writes_leave_no_temporary_file(tmp_path):
     path = tmp_path / "a.txt"
     directory = RunDirectory(str(tmp_path))
