@@ -174,7 +174,7 @@ def preprocessed_dataset(preprocessor, x, y=None, sample_weight=None, batch_size
     else:
         batch_size = DEFAULT_BATCH_SIZE if batch_size is None else batch_size
         data = keras.utils.pack_x_y_sample_weight(
-            _as_tensors(x), _as_tensor(y), _as_tensor(sample_weight)
+            _as_tensors(x), _as_tensors(y), _as_tensors(sample_weight)
         )
         dataset = tf.data.Dataset.from_tensor_slices(data).batch(batch_size)
     return dataset.map(preprocessor, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)

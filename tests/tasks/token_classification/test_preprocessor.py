@@ -62,7 +62,7 @@ def checkpoint(tmp_path_factory, sentences):
     keras.utils.set_random_seed(0)
     directory = tmp_path_factory.mktemp("checkpoint")
     labels = sentences[2]
-    model = AlbertTokenClassifier(AlbertBackbone(**SIZES), num_labels=len(labels), labels=labels)
+    model = AlbertTokenClassifier(AlbertBackbone(**SIZES), num_classes=len(labels), labels=labels)
     model.save(directory / "model.keras")
     shutil.copy(ALBERT_MODEL, directory / "30k-clean.model")
     return directory / "model.keras"
@@ -134,7 +134,11 @@ def test_save_and_preset_round_trips_keep_the_preprocessor(checkpoint, sentences
     model = AlbertTokenClassifier.from_preset(checkpoint, sequence_length=40)
     expected = model.predict(words, verbose=0)
     model.save_to_preset(tmp_path / "preset")
-    assert sorted(os.listdir(tmp_path / "preset")) == ["model.keras"]
+    assert sorted(os.listdir(tmp_path / "preset")) == [
+        "model.keras",
+        "summary.json",
+        "tokenizer.model",
+    ]
     for loaded in (
         AlbertTokenClassifier.from_preset(tmp_path / "preset"),
         keras.saving.load_model(tmp_path / "preset" / "model.keras"),
