@@ -46,7 +46,7 @@ def _import_hub_library(source: str):
             raise
         raise ImportError(
             f"`{scheme}` names need {name}, which is not installed. Install it with "
-            f"pip install {name} (or pip install keras-albert[hub]). Received: source={source!r}"
+            f'pip install {name} (or pip install "keras-albert[hub]"). Received: source={source!r}'
         ) from None
 
 
