@@ -1,6 +1,6 @@
 """Tokenization throughput on SST-2 train sentences: in-graph path in tf.data vs Python path vs
 Hugging Face's fast (Rust) ALBERT tokenizer, in one run. Run by hand from the repository root,
-with keras_albert importable (`pip install -e .` or `PYTHONPATH=.`):
+with keras_albert importable (`pip install -e ".[tensorflow]"` or `PYTHONPATH=.`):
 
     python -m benchmarks.tokenizer_throughput [--data data/glue/SST-2/train.tsv]
 

@@ -1,8 +1,9 @@
 """Imports TensorFlow without its start-up lines; imported first by `keras_albert/__init__.py`.
 
 Only where TensorFlow is the Keras backend: with `KERAS_BACKEND=jax` or `torch` nothing here
-imports it (the exports, the tokenizer graph and the `tf.data` pipelines import it when used),
-and without TensorFlow installed the backend defaults to Keras's own choice. Nor in an Apache
+imports it (the exports, the tokenizer graph and the `tf.data` pipelines import it when used);
+without TensorFlow installed and no backend asked for, JAX (else PyTorch) where installed
+(`choose_backend`). Nor in an Apache
 Beam SDK worker (`is_beam_worker`), which runs the pretraining data's pipeline only: there
 `keras_albert/__init__.py` calls `quiet_tensorflow_import` when a name that needs Keras is
 first used.
@@ -15,6 +16,7 @@ devices, and TF_CPP_MIN_LOG_LEVEL defaults to 3. Python exceptions still propaga
 """
 
 import importlib.util
+import json
 import os
 import sys
 
@@ -25,11 +27,54 @@ def verbose() -> bool:
     return os.environ.get(VERBOSE_ENVIRONMENT_VARIABLE, "") not in ("", "0")
 
 
+def installed(module: str) -> bool:
+    """Whether `import module` can succeed (a `None` in `sys.modules` blocks it)."""
+    if module in sys.modules:
+        return sys.modules[module] is not None
+    return importlib.util.find_spec(module) is not None
+
+
 def tensorflow_installed() -> bool:
-    """Whether `import tensorflow` can succeed (a `None` in `sys.modules` blocks it)."""
-    if "tensorflow" in sys.modules:
-        return sys.modules["tensorflow"] is not None
-    return importlib.util.find_spec("tensorflow") is not None
+    return installed("tensorflow")
+
+
+# Keras's backends other than TensorFlow, in the order `choose_backend` takes them.
+OTHER_BACKENDS = ("jax", "torch")
+
+
+def _keras_json_backend() -> str | None:
+    """The backend Keras's own config file names (`$KERAS_HOME/keras.json`, default
+    `~/.keras/keras.json`), read as Keras reads it; None where there is none."""
+    home = os.environ.get("KERAS_HOME") or os.path.join(os.path.expanduser("~"), ".keras")
+    try:
+        with open(os.path.join(home, "keras.json"), encoding="utf-8") as file:
+            backend = json.load(file).get("backend")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return backend if isinstance(backend, str) else None
+
+
+def choose_backend() -> None:
+    """TensorFlow where it is installed and no other backend is asked for. Without it, Keras's
+    default (TensorFlow) would end `import keras` in `No module named 'tensorflow'`: unless
+    `KERAS_BACKEND` (or keras.json) names another backend, JAX, else PyTorch, where installed;
+    else one line says what to install or set."""
+    if tensorflow_installed():
+        os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+        return
+    if "KERAS_BACKEND" in os.environ or "keras" in sys.modules:
+        return  # the user's choice, or one Keras has already made
+    if _keras_json_backend() not in (None, "tensorflow"):
+        return  # Keras writes "tensorflow" there itself on its first import: not a choice
+    for backend in OTHER_BACKENDS:
+        if installed(backend):
+            os.environ["KERAS_BACKEND"] = backend
+            return
+    raise ImportError(
+        "keras_albert needs a Keras backend: TensorFlow (Keras's default) is not installed, "
+        'nor JAX or PyTorch. Install one (pip install "keras-albert[tensorflow]", or '
+        "pip install jax) or set KERAS_BACKEND to the one that is installed."
+    )
 
 
 # Beam's Python SDK worker, on every runner (the DirectRunner's processes, Dataflow, Flink and
@@ -46,8 +91,7 @@ def is_beam_worker() -> bool:
 
 
 def quiet_tensorflow_import() -> None:
-    if tensorflow_installed():
-        os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+    choose_backend()
     if verbose() or "tensorflow" in sys.modules:
         return
     if os.environ.get("KERAS_BACKEND", "tensorflow") != "tensorflow" or not tensorflow_installed():

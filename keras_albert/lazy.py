@@ -9,7 +9,8 @@ from collections.abc import Callable, Iterator, Mapping
 # What the TensorFlow-only features import: TensorFlow, TF Text (the tokenizer's graph ops),
 # the TF Serving protos (the export's warmup requests and client).
 TENSORFLOW_MODULES = ("tensorflow", "tensorflow_text", "tensorflow_serving")
-TENSORFLOW_REQUIREMENT = "tensorflow==2.21.*"
+# The extra that installs them (setup.cfg), quoted for the shells that glob `[...]`.
+TENSORFLOW_REQUIREMENT = '"keras-albert[tensorflow]"'
 
 
 class TensorFlowMissingError(ImportError):

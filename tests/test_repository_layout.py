@@ -185,15 +185,16 @@ def _imported_top_level_modules(source: str) -> set[str]:
 
 
 def test_the_library_and_the_tools_need_no_test_extra():
-    # `bash tools/run.sh main` installs the library's requirements only: nothing the library,
-    # the main job or a tool imports may come from the `test` extra alone (the library's own
-    # extras, `beam` and `onnx`, are the user's to install; import-linter confines each to its
-    # module).
+    # `bash tools/run.sh main` installs the library's requirements and its tensorflow extra
+    # only: nothing the library, the main job or a tool imports may come from the `test` extra
+    # alone (the library's own extras, `tensorflow`, `beam`, `onnx` and `hub`, are the user's
+    # to install; import-linter confines beam, onnx and hub to their modules).
     config = configparser.ConfigParser()
     config.read(REPO_ROOT / "setup.cfg")
     extras = config["options.extras_require"]
     required = _requirement_names(config["options"]["install_requires"])
-    required |= _requirement_names(extras["beam"]) | _requirement_names(extras["onnx"])
+    for extra in ("tensorflow", "beam", "onnx", "hub"):
+        required |= _requirement_names(extras[extra])
     test_only = _requirement_names(extras["test"]) - required
     import_names = {
         "keras-hub": "keras_hub",
@@ -211,7 +212,7 @@ def test_the_library_and_the_tools_need_no_test_extra():
     assert found == {}
     run_sh = (REPO_ROOT / "tools" / "run.sh").read_text(encoding="utf-8")
     main_case = run_sh.split("  main)")[1].split(";;")[0]
-    assert "install . library" in main_case and "[test]" not in main_case
+    assert 'install ".[tensorflow]" library' in main_case and "test]" not in main_case
 
 
 # Text that numbers an internal work period or ticket: "session N", "sessions N–M", "session_N"

@@ -12,8 +12,9 @@ if [ ! -x .venv/bin/python ]; then
   echo "== creating .venv with $($PYTHON --version)"
   "$PYTHON" -m venv .venv
 fi
-# install TARGET NAME: pip-installs TARGET (".": the library; ".[test]": with the test extras)
-# once, and again only when the declared dependencies changed.
+# install TARGET NAME: pip-installs TARGET (".[tensorflow]": the library on TensorFlow;
+# ".[tensorflow,test]": with the test extras) once, and again only when the declared
+# dependencies changed.
 install() {
   local stamp=".venv/.keras_albert-installed-$2"
   if [ ! -f "$stamp" ] || ! cmp -s setup.cfg "$stamp"; then
@@ -46,12 +47,13 @@ export KERAS_BACKEND=tensorflow TF_CPP_MIN_LOG_LEVEL=2
 
 case "$what" in
   main)
-    # The main job imports the library only: no test extras (torch, transformers, keras-hub).
-    install . library
+    # The main job imports the library only (on TensorFlow: its tf.data pipelines, training
+    # loop and exports): no test extras (torch, transformers, keras-hub).
+    install ".[tensorflow]" library
     exec .venv/bin/python tools/main.py "$@"
     ;;
   test)
-    install ".[test]" test
+    install ".[tensorflow,test]" test
     install_without_tensorflow
     echo "== ruff"
     .venv/bin/ruff check keras_albert tools tests benchmarks

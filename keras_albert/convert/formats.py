@@ -37,6 +37,10 @@ ACCEPTED_FORMS = (
     "or ours from export_saved_model.py --format tfhub)",
     "a training output directory (pretrainer.keras or one .keras file, or checkpoints/ckpt-N "
     "with the config recorded in run.json or summary.json)",
+    "a Hugging Face Hub name, hf://owner/name or hf://owner/name@revision (downloaded into "
+    "huggingface_hub's cache; HF_HUB_OFFLINE=1 reads a cached one)",
+    "a Kaggle Models handle, kaggle://owner/model/framework/variation[/version] (keras-hub's "
+    "preset handles; downloaded into kagglehub's cache)",
 )
 # A pretraining output's files (see keras_albert.pretraining.driver).
 RUN_FILES = ("run.json", "summary.json")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 
+from keras_albert.convert.hubs import local_source
 from keras_albert.convert.keras_hub import keras_hub_kind, write_keras_hub_preset
 from keras_albert.convert.resolve import load_checkpoint
 from keras_albert.convert.vocabulary import (
@@ -44,6 +45,7 @@ def from_preset(
         model_class: the class asked for; its kind is `load_checkpoint`'s `model=`.
         source: anything `load_checkpoint` reads (our run directory, a `.keras` file, a Hugging
             Face directory, an original TF1 release, a keras-hub preset, a TF-Hub encoder, a
+            hub name `hf://owner/name` or `kaggle://owner/model/framework/variation`, a
             preset name: random weights).
         num_classes, config: `load_checkpoint`'s (a head the checkpoint does not hold needs
             its `num_classes`).
@@ -62,6 +64,7 @@ def from_preset(
     require_one_of("preprocessor", preprocessor, (True, False, "auto"))
     require_int("sequence_length", sequence_length, minimum=3, optional=True)
     kind = model_kind_of(model_class)
+    source = local_source(source)  # a hub name's directory: its weights and its vocabulary
     model = load_checkpoint(source, model=kind, config=config, num_classes=num_classes)
     kind = model_kind_of(model)
     preprocessor_class = (

@@ -1,7 +1,7 @@
 """The one answer to "what is a checkpoint": every source a keras_albert model can start from.
 
 Pretraining init, fine-tuning init, the export and the converter all call `load_checkpoint`.
-A source (`ACCEPTED_FORMS`; no network access) is:
+A source (`ACCEPTED_FORMS`; no network access but for a hub name) is:
 
 - a preset name (`keras_albert.PRESETS`): fresh weights of that architecture;
 - a config JSON file (ours, the original `albert_config.json` or HF `config.json`; a `.json`
@@ -20,7 +20,10 @@ A source (`ACCEPTED_FORMS`; no network access) is:
   `export_saved_model.py --format tfhub` export; `keras_albert.convert.model_garden`);
 - a training output directory: `pretrainer.keras` (or its one `.keras` file, e.g. fine-tuning's
   `best.keras`), or else the latest `checkpoints/ckpt-N` of an unfinished pretraining run, with
-  the architecture recorded in its `run.json` / `summary.json` (or `config=`).
+  the architecture recorded in its `run.json` / `summary.json` (or `config=`);
+- a hub name (`keras_albert.convert.hubs`): `hf://owner/name[@revision]` or
+  `kaggle://owner/model/framework/variation[/version]`, downloaded into the hub library's own
+  cache and read as the directory it becomes (any of the directories above).
 
 `model=` one of `MODEL_KINDS` ("backbone", "pretrainer" or a task type's name: "classification",
 "question_answering", ...) asks for a kind: a backbone is taken out of a
@@ -47,6 +50,7 @@ from keras_albert.convert.formats import (
     latest_training_checkpoint,
     training_output_model,
 )
+from keras_albert.convert.hubs import local_source
 from keras_albert.convert.huggingface import (
     HF_ARCHITECTURES,
     load_hf_weights,
@@ -112,7 +116,7 @@ def resolve_config(
         return source
     if config is not None:
         return config if isinstance(config, AlbertConfig) else resolve_config(config)
-    source = os.fspath(source)
+    source = local_source(source)
     form = detect_format(source)
     if form == "preset":
         return get_preset(source)
@@ -160,7 +164,7 @@ def load_checkpoint(
     require_one_of("format", format, FORMATS)
     check_model_kind(model)
     require_int("num_classes", num_classes, 1, optional=True)
-    source = os.fspath(source)
+    source = local_source(source)
     if format == "auto":
         owned = _task_format(source)
         if owned is not None:  # a Hugging Face directory with a task type's files beside it

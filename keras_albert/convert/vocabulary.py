@@ -4,6 +4,7 @@
 import os
 
 from keras_albert.convert.formats import RUN_FILES, detect_format
+from keras_albert.convert.hubs import local_source
 from keras_albert.convert.keras_hub import find_keras_hub_sentencepiece_model
 from keras_albert.text.normalization import NORMALIZATION_DEFAULTS
 from keras_albert.training.run_records import read_record, read_run_file
@@ -22,10 +23,10 @@ def find_vocabulary(source: str | os.PathLike | None) -> str | None:
     `tokenizer.model`), else a WordPiece vocabulary beside it (`WORDPIECE_VOCABULARY_NAMES`:
     a Chinese release's `vocab_chinese.txt`, an HF directory's `vocab.txt`), or a keras-hub
     preset's `assets/tokenizer/vocabulary.spm`; in a TF-Hub SavedModel, the same files in its
-    `assets/`. A preset name has none."""
+    `assets/`; for a hub name, in its directory in the hub's cache. A preset name has none."""
     if source is None:
         return None
-    source = os.fspath(source)
+    source = local_source(source)
     if detect_format(source) == "preset":
         return None
     if detect_format(source) == "keras_hub":
@@ -87,8 +88,8 @@ def resolve_normalization(
     the `run.json` (pretraining) or `summary.json` (fine-tuning) beside it, else the default
     (`NORMALIZATION_DEFAULTS`: the original recipe's)."""
     recorded = {}
-    if source is not None and detect_format(os.fspath(source)) != "preset":
-        source = os.fspath(source)
+    source = None if source is None else local_source(source)
+    if source is not None and detect_format(source) != "preset":
         directory = source if os.path.isdir(source) else os.path.dirname(source)
         for name in reversed(RUN_FILES):  # run.json wins, where it records a value
             found = read_record(directory, name) or {}

@@ -21,11 +21,12 @@ from keras_albert import AlbertBackbone
 from keras_albert.models import AlbertMaskedLM
 from keras_albert.tasks.fill_mask.preprocessor import AlbertMaskedLMPreprocessor
 from keras_albert.text.tokenizer import AlbertTokenizer
-from tests.backends.conftest import run_on_backend
+from tests.backends.conftest import REPOSITORY, TENSORFLOW_MODULES, run_on_backend
 from tests.text.text_data import ALBERT_MODEL
 
 NEEDS_TENSORFLOW = (
-    "needs TensorFlow, which is not installed. Install it with pip install tensorflow==2.21.*"
+    "needs TensorFlow, which is not installed. "
+    'Install it with pip install "keras-albert[tensorflow]"'
 )
 
 
@@ -102,3 +103,37 @@ def test_fill_mask_predicts_on_texts_without_tensorflow_as_with_it(tmp_path):
         == preprocessor(tf.constant(texts))["mask_positions"].numpy().tolist()
     )
     np.testing.assert_allclose(np.array(results["logits"]), expected, atol=1e-5, rtol=0)
+
+
+def import_without_a_backend_chosen(tmp_path, blocked: tuple[str, ...]):
+    """`import keras_albert` with TensorFlow and `blocked` unimportable, no `KERAS_BACKEND` and
+    an empty Keras home: the backend it chose, or what failed."""
+    script = (
+        "import sys\n"
+        f"sys.modules.update(dict.fromkeys({TENSORFLOW_MODULES + blocked!r}))\n"
+        "import keras_albert, keras\n"
+        "print(keras.backend.backend())\n"
+    )
+    environment = {k: v for k, v in os.environ.items() if k != "KERAS_BACKEND"}
+    environment.update(
+        PYTHONPATH=REPOSITORY, KERAS_HOME=str(tmp_path / "keras_home"), JAX_PLATFORMS="cpu"
+    )
+    python = os.environ.get("KERAS_ALBERT_PYTHON_WITHOUT_TENSORFLOW") or sys.executable
+    return subprocess.run(
+        [python, "-c", script], env=environment, capture_output=True, text=True, timeout=600
+    )
+
+
+def test_without_tensorflow_or_a_backend_chosen_keras_runs_on_jax(tmp_path):
+    completed = import_without_a_backend_chosen(tmp_path, ())
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert completed.stdout.split() == ["jax"]
+
+
+def test_without_any_backend_installed_the_import_says_what_to_install(tmp_path):
+    completed = import_without_a_backend_chosen(tmp_path, ("jax", "torch"))
+    assert completed.returncode == 1
+    last = completed.stderr.strip().splitlines()[-1]
+    assert last.startswith("ImportError: keras_albert needs a Keras backend: TensorFlow")
+    assert 'pip install "keras-albert[tensorflow]"' in last and "KERAS_BACKEND" in last
+    assert "No module named 'tensorflow'" not in completed.stderr
