@@ -86,10 +86,11 @@ class AlbertTask(FunctionalModel):
             config["preprocessor"] = keras.saving.deserialize_keras_object(config["preprocessor"])
         return cls(**config)
 
-    def _preprocessed(self, x, y, sample_weight, batch_size) -> dict:
+    def _preprocessed(self, x, y, sample_weight, batch_size, shuffle=False) -> dict:
         """Keras's `x` (and `y`, `sample_weight`, `batch_size`) for raw inputs: a
-        `tf.data.Dataset` mapped through the preprocessor; where TensorFlow is not installed,
-        the arrays the preprocessor's Python path gives (`TokenizerPreprocessor.PYTHON_PATH`)."""
+        `tf.data.Dataset` mapped through the preprocessor (its rows shuffled anew every epoch
+        where `shuffle`); where TensorFlow is not installed, the arrays the preprocessor's
+        Python path gives (`TokenizerPreprocessor.PYTHON_PATH`), which Keras shuffles."""
         if not tensorflow_installed():
             x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(
                 self.preprocess(x, y, sample_weight)
@@ -97,7 +98,11 @@ class AlbertTask(FunctionalModel):
             return {"x": x, "y": y, "sample_weight": sample_weight, "batch_size": batch_size}
         from keras_albert.text.preprocessing import preprocessed_dataset  # TensorFlow's
 
-        return {"x": preprocessed_dataset(self.preprocess, x, y, sample_weight, batch_size)}
+        return {
+            "x": preprocessed_dataset(
+                self.preprocess, x, y, sample_weight, batch_size, shuffle=shuffle
+            )
+        }
 
     def preprocess(self, x, y=None, sample_weight=None):
         """The model's `(x, y, sample_weight)` of a raw batch (in `tf.data`, or in Python where
@@ -119,7 +124,11 @@ class AlbertTask(FunctionalModel):
                     inputs["x"], inputs["y"], inputs["sample_weight"]
                 )
             )
-        inputs = self._preprocessed(x, y, sample_weight, batch_size)
+        # Keras's default: the rows of arrays are shuffled every epoch (a dataset as it is).
+        shuffle = kwargs.pop("shuffle", True)
+        inputs = self._preprocessed(x, y, sample_weight, batch_size, shuffle=bool(shuffle))
+        if len(inputs) > 1:  # arrays (no TensorFlow): Keras shuffles them
+            kwargs["shuffle"] = shuffle
         return super().fit(**inputs, validation_data=validation_data, **kwargs)
 
     def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):

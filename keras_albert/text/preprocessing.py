@@ -159,10 +159,13 @@ def named_columns(name: str, value, keys: tuple, pair: bool = True) -> tuple:
     raise ValueError(f"`{name}` must be {expected}. Received: {name}={shown!r}")
 
 
-def preprocessed_dataset(preprocessor, x, y=None, sample_weight=None, batch_size=None):
+def preprocessed_dataset(
+    preprocessor, x, y=None, sample_weight=None, batch_size=None, shuffle=False
+):
     """`x` (and `y`, `sample_weight`) as a `tf.data.Dataset` of batches mapped through
     `preprocessor`: a dataset of raw batches as it is, arrays or lists in batches of
-    `batch_size` (default `DEFAULT_BATCH_SIZE`), as keras-hub's `Task` does."""
+    `batch_size` (default `DEFAULT_BATCH_SIZE`), as keras-hub's `Task` does; `shuffle`: their
+    rows in another order every epoch, as Keras's `fit` shuffles arrays."""
     tf = require_tensorflow(f"{type(preprocessor).__name__} in `fit`, `predict` or `evaluate`")
     if isinstance(x, tf.data.Dataset):
         if y is not None or sample_weight is not None:
@@ -176,7 +179,10 @@ def preprocessed_dataset(preprocessor, x, y=None, sample_weight=None, batch_size
         data = keras.utils.pack_x_y_sample_weight(
             _as_tensors(x), _as_tensors(y), _as_tensors(sample_weight)
         )
-        dataset = tf.data.Dataset.from_tensor_slices(data).batch(batch_size)
+        dataset = tf.data.Dataset.from_tensor_slices(data)
+        if shuffle:
+            dataset = dataset.shuffle(dataset.cardinality(), reshuffle_each_iteration=True)
+        dataset = dataset.batch(batch_size)
     return dataset.map(preprocessor, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 
 
