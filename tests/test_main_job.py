@@ -23,6 +23,7 @@ from main_job.steps import PROBE_SENTENCES, pretraining_options
 
 from keras_albert.cpu import cpu_features, onednn_enabled
 from keras_albert.training.strategy import choose_precision_policy
+from tests.test_benchmark_results import missing_fields
 from tests.tool_flags import check_tool_flags
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -190,12 +191,15 @@ def test_quick_summary_has_both_fine_tunings_and_the_pretraining_held_out_metric
         quick_run.stdout
     )
     # What a quoted figure needs beside it: date, CPU, oneDNN's state, command and commit.
-    run = summary["run"]
-    assert run["cpu"] == cpu_features() and run["onednn"] is onednn_enabled()
-    started = datetime.datetime.fromisoformat(run["date"])
-    assert abs(datetime.datetime.now(datetime.timezone.utc) - started).total_seconds() < 3600
-    assert "tools/main.py" in run["command"] and re.fullmatch(r"[0-9a-f]{40}\+?", run["commit"])
-    assert f"family {run['cpu']['family']} model {run['cpu']['model']}" in printed
+    machine = summary["machine"]
+    assert machine["cpu"] == cpu_features() and machine["onednn"] is onednn_enabled()
+    ended = datetime.datetime.fromisoformat(summary["date"])
+    assert abs(datetime.datetime.now(datetime.timezone.utc) - ended).total_seconds() < 3600
+    assert "tools/main.py" in summary["command"]
+    assert re.fullmatch(r"[0-9a-f]{40}\+?", machine["commit"])
+    assert f"family {machine['cpu']['family']} model {machine['cpu']['model']}" in printed
+    # The fields every result file under benchmarks/results/ records.
+    assert not missing_fields(summary)
     # The curves are a readable PNG with something drawn on it.
     import matplotlib.image
 

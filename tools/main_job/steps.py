@@ -416,7 +416,7 @@ def _summary(options: MainJobOptions, results: dict, seconds: float) -> dict:
         "step_seconds": {name: result["seconds"] for name, result in results.items()},
         "total_seconds_this_run": round(seconds, 1),
         "curves": plot_curves(options),
-        "run": run_record(),
+        **run_record(),
     }
     from keras_albert.text.files import write_text_atomically
 
@@ -441,14 +441,17 @@ def run_record() -> dict:
     commit = "unknown"
     if head.returncode == 0:
         commit = head.stdout.strip() + ("+" if git("diff", "--quiet", "HEAD").returncode else "")
+    # The fields and layout of the benchmarks' result files (`benchmarks/prelude.py`).
     return {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "command": " ".join([os.path.basename(sys.executable), *sys.argv]),
-        "cpu": cpu_features(),
-        "onednn": onednn_enabled(),
-        "cpus": os.cpu_count(),
-        "load_average_at_end": [round(value, 2) for value in os.getloadavg()],
-        "commit": commit,
+        "machine": {
+            "cpu": cpu_features(),
+            "onednn": onednn_enabled(),
+            "cpus": os.cpu_count(),
+            "load_average": [round(value, 2) for value in os.getloadavg()],  # at the end
+            "commit": commit,
+        },
     }
 
 
@@ -529,13 +532,13 @@ def summary_text(summary: dict) -> str:
     steps = ", ".join(
         f"{name} {seconds:.0f} s" for name, seconds in summary["step_seconds"].items()
     )
-    run = summary.get("run") or {}
-    cpu = run.get("cpu") or {}
+    machine = summary.get("machine") or {}
+    cpu = machine.get("cpu") or {}
     lines += [
         f"steps: {steps}; this run {summary['total_seconds_this_run'] / 60:.1f} min",
         f"machine: {cpu.get('model_name', 'n/a')} (family {cpu.get('family')} model "
-        f"{cpu.get('model')}), {run.get('cpus')} cores, oneDNN {run.get('onednn')}, load "
-        f"{run.get('load_average_at_end')}; commit {run.get('commit')}",
+        f"{cpu.get('model')}), {machine.get('cpus')} cores, oneDNN {machine.get('onednn')}, "
+        f"load {machine.get('load_average')}; commit {machine.get('commit')}; {summary['date']}",
         f"curves: {summary['curves']}",
     ]
     return "\n".join(lines)
