@@ -15,16 +15,9 @@ from keras_albert.export import export_for_serving
 from keras_albert.tasks.classification.preprocessor import AlbertClassifierPreprocessor
 from keras_albert.text.tokenizer import AlbertTokenizer
 from tests.text.text_data import ALBERT_MODEL
+from tests.tiny import TINY_30K
 
-SIZES = dict(
-    vocabulary_size=30000,
-    embedding_dim=16,
-    hidden_dim=32,
-    intermediate_dim=64,
-    num_layers=2,
-    num_heads=2,
-    max_sequence_length=32,
-)
+SIZES = TINY_30K
 SENTENCES = [
     "a gorgeous , witty , seductive movie .",
     "the film is strictly routine .",

@@ -19,16 +19,9 @@ from keras_albert.tasks.fill_mask.options import FillMaskServingOptions
 from keras_albert.tasks.fill_mask.preprocessor import AlbertMaskedLMPreprocessor
 from keras_albert.text.tokenizer import AlbertTokenizer
 from tests.text.text_data import ALBERT_MODEL
+from tests.tiny import TINY_30K
 
-SIZES = dict(
-    vocabulary_size=30000,
-    embedding_dim=16,
-    hidden_dim=32,
-    intermediate_dim=64,
-    num_layers=2,
-    num_heads=2,
-    max_sequence_length=32,
-)
+SIZES = TINY_30K
 TEXTS = [
     "The capital of France is [MASK].",
     "a gorgeous , witty , [MASK] movie .",

@@ -27,17 +27,10 @@ from keras_albert.tasks.token_classification.preprocessor import (
 from keras_albert.text.tokenizer import AlbertTokenizer
 from tests.text._paths import DATA_DIR
 from tests.text.text_data import ALBERT_MODEL
+from tests.tiny import TINY_30K
 
 SEQUENCE_LENGTH = 48
-SIZES = dict(
-    vocabulary_size=30000,
-    embedding_dim=16,
-    hidden_dim=32,
-    intermediate_dim=64,
-    num_layers=2,
-    num_heads=2,
-    max_sequence_length=SEQUENCE_LENGTH,
-)
+SIZES = {**TINY_30K, "max_sequence_length": SEQUENCE_LENGTH}
 
 
 @pytest.fixture(scope="module")
