@@ -127,8 +127,8 @@ class AlbertTask(FunctionalModel):
         # Keras's default: the rows of arrays are shuffled every epoch (a dataset as it is).
         shuffle = kwargs.pop("shuffle", True)
         inputs = self._preprocessed(x, y, sample_weight, batch_size, shuffle=bool(shuffle))
-        if len(inputs) > 1:  # arrays (no TensorFlow): Keras shuffles them
-            kwargs["shuffle"] = shuffle
+        # Arrays (no TensorFlow): Keras shuffles them; a dataset is shuffled already.
+        kwargs["shuffle"] = shuffle if len(inputs) > 1 else False
         return super().fit(**inputs, validation_data=validation_data, **kwargs)
 
     def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
