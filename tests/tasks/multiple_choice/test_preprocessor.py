@@ -18,8 +18,8 @@ from keras_albert.tasks.multiple_choice.features import make_race_dataset, read_
 from keras_albert.tasks.multiple_choice.preprocessor import AlbertMultipleChoicePreprocessor
 from keras_albert.text.tokenizer import AlbertTokenizer
 from tests.helpers import saved_with_vocabulary
-from tests.text.text_data import ALBERT_MODEL
-from tests.tiny import DATA, TINY_30K
+from tests.text.text_data import ALBERT_MODEL, DATA
+from tests.tiny import TINY_30K
 
 # Big enough to memorize a handful of real questions in a few dozen steps (as the task test).
 SIZES = {**TINY_30K, "max_sequence_length": 64, "dropout": 0.0}
