@@ -27,7 +27,7 @@ class AlbertTokenClassifierPreprocessor(TokenizerPreprocessor):
     - `y`: the label ids of the words, ragged `(batch, None)` (a list of lists of indices in
       the model's `labels`), one per word (another count is an error); `sample_weight` passes
       through.
-    `predict` gives the logits of every piece, `(batch, sequence_length, num_labels)`; a word's
+    `predict` gives the logits of every piece, `(batch, sequence_length, num_classes)`; a word's
     are at its first piece, as the SavedModel reads them.
 
     Needs TensorFlow (the graph path only; on JAX or PyTorch with TensorFlow installed it runs
