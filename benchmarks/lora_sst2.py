@@ -5,9 +5,9 @@ checkpoint size, steps per second and peak memory, seed by seed. Run by hand (no
     python -m benchmarks.lora_sst2 --output-dir runs/main-quick --quick   # a smoke run
 
 The main job's first four steps (corpus, tokenizer, pretraining data, pretraining) run first
-and are skipped where `--output-dir` already holds them (a finished `tools/main.py` run is
+and are skipped where `--output-dir` already holds them (a finished main job's run is
 reused as it is). Then, from its pretraining checkpoint, with its fine-tuning options
-(`main_job.steps.finetuning_options`: the same training sample, tokenizer, lengths, batch,
+(`examples.main_job.steps.finetuning_options`: the same training sample, tokenizer, lengths, batch,
 dynamic padding, XLA, precision, steps and evaluations), per seed one run of each side, in
 turn (full, LoRA, LoRA on query and value, full, ...), each in a fresh process with all the
 cores, one at a time. The sides: `full` fine-tunes every weight; `lora` trains adapters on
@@ -31,9 +31,9 @@ import time
 
 from benchmarks import prelude  # isort: skip  (first: sets the environment)
 
-from tools.main_job import STEPS, MainJobOptions, run_steps
-from tools.main_job.options import parse_seeds
-from tools.main_job.steps import finetuning_options, sample_tsv
+from examples.main_job import STEPS, MainJobOptions, run_steps
+from examples.main_job.options import parse_seeds
+from examples.main_job.steps import finetuning_options, sample_tsv
 
 # "(step 400, 3.1 steps/s; train ...)": one line per dev evaluation (finetuning/stretches.py).
 RATE = re.compile(r"\(step (\d+), ([\d.e+-]+) steps/s;")

@@ -6,7 +6,7 @@ an interrupted sweep continues where it stopped):
     python -m benchmarks.precision_convergence --seeds 0,1,2 \\
         --precisions float32,mixed_bfloat16 --output-dir runs/precision_convergence
 
-Each run is the whole main job (`tools/main.py`: tokenizer, pretraining data, pretraining,
+Each run is the whole main job (`python -m examples.main`: tokenizer, pretraining data, pretraining,
 SST-2 fine-tuning from the pretrained model and from scratch, export, serving check) with
 `--precision P --seed S --finetune-seeds S` into `<output-dir>/<P>-s<S>/`, one after the
 other. The same steps, data and budget for every precision, so the comparison is at the same
@@ -44,8 +44,10 @@ def run_directory(output_dir: str, precision: str, seed: int) -> str:
 def run_main_job(output_dir: str, precision: str, seed: int) -> None:
     directory = run_directory(output_dir, precision, seed)
     command = [
+        # A module of the checkout's `examples` package, from the root (as the benchmark runs).
         sys.executable,
-        str(prelude.REPOSITORY / "tools" / "main.py"),
+        "-m",
+        "examples.main",
         f"--output-dir={directory}",
         f"--saved-models-dir={os.path.join(directory, 'saved_models')}",
         f"--precision={precision}",

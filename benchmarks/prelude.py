@@ -5,7 +5,7 @@ Run a benchmark from the repository's root as a module of the `benchmarks` packa
 
     python -m benchmarks.encoder_forward --help
 
-so that `keras_albert`, `benchmarks.*` and `tools.main_job` import from the checkout with no
+so that `keras_albert`, `benchmarks.*` and `examples.main_job` import from the checkout with no
 change to `sys.path`. A script imports this module before TensorFlow, Keras or PyTorch
 (`from benchmarks import prelude  # isort: skip`): importing it sets the environment (Keras
 on TensorFlow, TensorFlow's C++ log quiet) and imports none of them, so the PyTorch-only

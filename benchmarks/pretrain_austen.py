@@ -1,6 +1,6 @@
 """The learning run: a small ALBERT pretrained on Jane Austen's novels on a CPU.
 
-Run by hand (not a test). The main job's first three steps (`tools/main_job/`:
+Run by hand (not a test). The main job's first three steps (`examples/main_job/`:
 a SentencePiece model on five novels, SOP + n-gram-masked TFRecords, LAMB pretraining with
 *Persuasion* held out from both) with this script's budget, then the curves as a PNG with the
 held-out most-frequent-token baseline of the MLM task:
@@ -28,8 +28,8 @@ import time
 
 from benchmarks import prelude  # isort: skip  (first: sets the environment)
 
-# The main job's package lives in tools/ (a tool of the repository, not of the library).
-from tools.main_job import (
+# The main job's package lives in examples/ (the repository's, not the library's).
+from examples.main_job import (
     MainJobOptions,
     plot_curves,
     pretraining_options,

@@ -6,7 +6,7 @@ miniature. Run by hand (not a test):
 
     python -m benchmarks.pretraining_transfer --work-dir runs/transfer --stages all
 
-Every flag of `tools/main.py` (the main job's `MainJobOptions`) after `--` sets the job
+Every flag of `examples/main.py` (the main job's `MainJobOptions`) after `--` sets the job
 this benchmark runs, e.g. `-- --pair-task nsp --pretrain-train-steps 3000`; `--work-dir` is its
 `--output-dir`. Stages (each skips what is already written under `--work-dir`):
 
@@ -39,10 +39,10 @@ import sys
 
 from benchmarks import prelude  # isort: skip  (first: sets the environment)
 
-from tools.main_job import MainJobOptions, run_steps
-from tools.main_job.curves import pyplot, save_png
-from tools.main_job.flags import add_job_flags, parse_job_flags
-from tools.main_job.steps import (
+from examples.main_job import MainJobOptions, run_steps
+from examples.main_job.curves import pyplot, save_png
+from examples.main_job.flags import add_job_flags, parse_job_flags
+from examples.main_job.steps import (
     finetuning_options,
     mean_and_range,
     pretraining_data_config,
@@ -378,7 +378,7 @@ def _plot(results: dict, path: str, task: str) -> None:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n")[0],
-        epilog="Flags after `--` are the main job's (python tools/main.py --help).",
+        epilog="Flags after `--` are the main job's (bash tools/run.sh main --help).",
     )
     parser.add_argument("--work-dir", default="runs/transfer")
     parser.add_argument(
@@ -422,7 +422,7 @@ def main(argv=None) -> None:
     ours, job = argv[:split], argv[split + 1 :]
     args = parser.parse_args(ours)
     prelude.header()
-    job_parser = add_job_flags(argparse.ArgumentParser(prog="tools/main.py"))
+    job_parser = add_job_flags(argparse.ArgumentParser(prog="python -m examples.main"))
     options = parse_job_flags(job_parser, [*job, "--output-dir", args.work_dir])
     os.makedirs(args.work_dir, exist_ok=True)
     stages = {

@@ -13,12 +13,12 @@ code and needs neither. Every other block must say its language (`bash`, `sh`, `
 `python`) and carry one of the two markers.
 
 Every shell block, run or not, is checked against the parsers: each `--flag` given to
-`keras-albert SUB`, `python -m keras_albert SUB`, `python tools/X.py` must be an option string
-of that command's argparse parser (before a lone `--`, after which Beam's own options follow).
+`keras-albert SUB`, `python -m keras_albert SUB`, `python tools/X.py` or the main job
+(`bash tools/run.sh main`, `python -m examples.main`) must be an option string of that command's
+argparse parser (before a lone `--`, after which Beam's own options follow).
 """
 
 import argparse
-import importlib.util
 import pathlib
 import re
 import shlex
@@ -38,6 +38,8 @@ MARKER = re.compile(r"<!-- (test|not run): ?(.*?) -->")
 # backend, TensorFlow; tests/backends/ runs the same models on JAX and PyTorch) from a scratch
 # directory with `tests/` linked in.
 PYTHON_GROUPS = ("backends-python",)
+# The name `command_of` gives the main job's command lines.
+MAIN_JOB = "the main job"
 
 
 def documents() -> list[pathlib.Path]:
@@ -88,6 +90,8 @@ def shell_commands(code: str) -> list[str]:
 def command_of(words: list[str]) -> tuple[str, list[str]] | None:
     """(command or script, its arguments) where `words` run one of the project's commands."""
     for index, word in enumerate(words):
+        if words[index : index + 3] == ["bash", "tools/run.sh", "main"]:
+            return MAIN_JOB, words[index + 3 :]
         if word == "keras-albert" and index + 1 < len(words):
             if not words[index + 1].islower():  # `keras-albert COMMAND --help`
                 return None
@@ -96,6 +100,8 @@ def command_of(words: list[str]) -> tuple[str, list[str]] | None:
             rest = words[index + 1 :]
             if rest[:2] == ["-m", "keras_albert"] and len(rest) > 2:
                 return rest[2], rest[3:]
+            if rest[:2] == ["-m", "examples.main"]:
+                return MAIN_JOB, rest[2:]
             if rest and re.fullmatch(r"tools/\w+\.py", rest[0]):
                 return rest[0], rest[1:]
     return None
@@ -105,17 +111,12 @@ _PARSERS = {}
 
 
 def parser_of(name: str) -> argparse.ArgumentParser:
-    """The parser of a `keras-albert` subcommand or of a `tools/` script."""
+    """The parser of a `keras-albert` subcommand, of a `tools/` script or of the main job."""
     if name not in _PARSERS:
-        if name == "tools/main.py":
-            sys.path.insert(0, str(REPO / "tools"))
-            try:
-                spec = importlib.util.spec_from_file_location("main_job_script", REPO / name)
-                module = importlib.util.module_from_spec(spec)
-                spec.loader.exec_module(module)
-            finally:
-                sys.path.remove(str(REPO / "tools"))
-            _PARSERS[name] = module.build_parser()
+        if name == MAIN_JOB:
+            import examples.main
+
+            _PARSERS[name] = examples.main.build_parser()
         else:
             by_script = {f"tools/{script}": command for command, script in SCRIPTS.items()}
             command = by_script.get(name, name)
@@ -201,12 +202,16 @@ def test_the_flag_check_sees_commands_and_unknown_flags():
         "keras-albert export a.keras --name x --no-such-flag 1\n"
         "python tools/pretrain.py --train-steps 3 \\\n    --cycle-length 4 -- --runner x\n"
         "python -m keras_albert finetune --train-steps=2 --bogus=3  # --comment-flag\n"
+        "bash tools/run.sh main --quick --output-dir o --no-such-job-flag\n"
+        "python -m examples.main --precision float32 --bogus-job-flag 1\n"
     )
     found = [command_of(words) for words in shell_commands(code)]
     assert [unknown_flags(command, arguments) for command, arguments in found] == [
         ["--no-such-flag"],
         ["--cycle-length"],
         ["--bogus"],
+        ["--no-such-job-flag"],
+        ["--bogus-job-flag"],
     ]
 
 

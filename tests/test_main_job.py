@@ -1,10 +1,9 @@
 """Smoke test of the README's main command (the quick variant of the whole job, run once for
 the module and its files checked by several tests), `--force` and a rerun on copies of it,
-and the flags of `tools/main.py` (one per field of `MainJobOptions`, defaults written once)."""
+and the flags of `examples/main.py` (one per field of `MainJobOptions`, defaults written once)."""
 
 import csv
 import datetime
-import importlib.util
 import json
 import os
 import pathlib
@@ -17,10 +16,10 @@ import types
 import numpy as np
 import pytest
 import tensorflow as tf
-from main_job import STEPS, MainJobOptions, run_steps
-from main_job.options import parse_seeds
-from main_job.steps import PROBE_SENTENCES, pretraining_options
 
+from examples.main_job import STEPS, MainJobOptions, run_steps
+from examples.main_job.options import parse_seeds
+from examples.main_job.steps import PROBE_SENTENCES, pretraining_options
 from keras_albert.cpu import cpu_features, onednn_enabled
 from keras_albert.training.strategy import choose_precision_policy
 from tests.test_benchmark_results import missing_fields
@@ -32,7 +31,8 @@ DEV_FILE = pathlib.Path(MainJobOptions().finetune_eval_data)
 
 def run_main(*arguments):
     return subprocess.run(
-        [sys.executable, str(REPO_ROOT / "tools" / "main.py"), "--quick", *arguments],
+        # As `bash tools/run.sh main` runs it: a module of the checkout's `examples` package.
+        [sys.executable, "-m", "examples.main", "--quick", *arguments],
         capture_output=True,
         text=True,
         check=False,
@@ -195,7 +195,7 @@ def test_quick_summary_has_both_fine_tunings_and_the_pretraining_held_out_metric
     assert machine["cpu"] == cpu_features() and machine["onednn"] is onednn_enabled()
     ended = datetime.datetime.fromisoformat(summary["date"])
     assert abs(datetime.datetime.now(datetime.timezone.utc) - ended).total_seconds() < 3600
-    assert "tools/main.py" in summary["command"]
+    assert "-m examples.main --quick" in summary["command"]
     assert re.fullmatch(r"[0-9a-f]{40}\+?", machine["commit"])
     assert f"family {machine['cpu']['family']} model {machine['cpu']['model']}" in printed
     # The fields every result file under benchmarks/results/ records.
@@ -281,10 +281,9 @@ def test_bad_step_names_and_evaluation_counts_are_refused(tmp_path):
 
 
 def load_tool():
-    spec = importlib.util.spec_from_file_location("main_tool", REPO_ROOT / "tools" / "main.py")
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
-    return tool
+    import examples.main
+
+    return examples.main
 
 
 def test_every_option_is_one_flag_with_the_dataclass_default():
@@ -311,7 +310,7 @@ def test_flags_reach_the_options_and_override_the_quick_variant():
 
 
 def test_masking_options_reach_the_records_and_the_dynamic_masks_alike():
-    from main_job.steps import pretraining_data_config, pretraining_options
+    from examples.main_job.steps import pretraining_data_config, pretraining_options
 
     options = MainJobOptions(max_ngram=2, masked_lm_prob=0.2)
     for made in (pretraining_data_config(options, "train"), pretraining_options(options)):
@@ -327,7 +326,7 @@ def test_the_data_defaults_are_the_files_that_ship_in_data():
 
 
 def test_bad_model_fields_are_refused_naming_the_value():
-    from main_job.options import parse_model
+    from examples.main_job.options import parse_model
 
     with pytest.raises(ValueError, match="Received: model='num_layers'"):
         parse_model("num_layers")

@@ -2,7 +2,8 @@
 pretraining, and each source keeps its documents."""
 
 import pytest
-from main_job.corpus import build_task_corpus
+
+from examples.main_job.corpus import build_task_corpus
 
 
 def _documents(path):

@@ -12,7 +12,7 @@ import subprocess
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 # Top-level folders of the checkout that an installed copy does not have.
-CHECKOUT_FOLDERS = ("data", "tests", "tools", "benchmarks", "docs", "runs")
+CHECKOUT_FOLDERS = ("data", "tests", "tools", "examples", "benchmarks", "docs", "runs")
 
 
 def repository_path_references(source: str) -> list[str]:
@@ -82,9 +82,9 @@ def test_the_library_refers_to_no_repository_path():
 
 
 def private_imports(source: str) -> list[str]:
-    """`from keras_albert… / main_job… import _name` and `module._name` of those modules."""
+    """`from keras_albert… / examples… import _name` and `module._name` of those modules."""
     tree = ast.parse(source)
-    ours = ("keras_albert", "main_job")
+    ours = ("keras_albert", "examples")
     found, modules = [], set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in ours:
@@ -111,7 +111,7 @@ def private_imports(source: str) -> list[str]:
 def test_the_checker_finds_private_imports():
     source = (
         "from keras_albert.pipeline import _corpus, run_steps\n"
-        "from main_job import steps\n"
+        "from examples.main_job import steps\n"
         "steps._serve(1)\n"
         "from other import _fine\n"
     )
@@ -186,7 +186,8 @@ def _imported_top_level_modules(source: str) -> set[str]:
 
 def test_the_library_and_the_tools_need_no_test_extra():
     # `bash tools/run.sh main` installs the library's requirements and its tensorflow extra
-    # only: nothing the library, the main job or a tool imports may come from the `test` extra
+    # only: nothing the library, the main job (examples/) or a tool imports may come from the
+    # `test` extra
     # alone (the library's own extras, `tensorflow`, `beam`, `onnx` and `hub`, are the user's
     # to install; import-linter confines beam, onnx and hub to their modules).
     config = configparser.ConfigParser()
@@ -205,7 +206,7 @@ def test_the_library_and_the_tools_need_no_test_extra():
     assert {"torch", "transformers", "keras_hub", "pytest"} <= test_modules
     found = {
         str(path.relative_to(REPO_ROOT)): sorted(used)
-        for root in ("keras_albert", "tools")
+        for root in ("keras_albert", "tools", "examples")
         for path in sorted((REPO_ROOT / root).rglob("*.py"))
         if (used := _imported_top_level_modules(path.read_text(encoding="utf-8")) & test_modules)
     }

@@ -209,20 +209,21 @@ def test_finetuning_interrupt_says_what_was_saved(tmp_path, monkeypatch):
     )
 
 
+def tool_path(name: str) -> Path:
+    """The script of a tool: tools/NAME.py, or the main job's examples/main.py."""
+    return REPO / ("examples" if name == "main" else "tools") / f"{name}.py"
+
+
 def load_tool(name: str):
-    sys.path.insert(0, str(REPO / "tools"))  # tools/main.py imports tools/main_job
-    try:
-        spec = importlib.util.spec_from_file_location(f"{name}_tool", REPO / "tools" / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(REPO / "tools"))
+    spec = importlib.util.spec_from_file_location(f"{name}_tool", tool_path(name))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
     return module
 
 
 def test_every_tool_documents_debug_and_runs_through_run_tool():
     for name in TOOLS:
-        source = (REPO / "tools" / f"{name}.py").read_text()
+        source = tool_path(name).read_text()
         assert 'if __name__ == "__main__":\n    run_tool(main)' in source, name
         help_text = " ".join(load_tool(name).build_parser().format_help().split())
         assert DEBUG_HELP in help_text, name

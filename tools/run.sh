@@ -48,15 +48,16 @@ export KERAS_BACKEND=tensorflow TF_CPP_MIN_LOG_LEVEL=2
 case "$what" in
   main)
     # The main job imports the library only (on TensorFlow: its tf.data pipelines, training
-    # loop and exports): no test extras (torch, transformers, keras-hub).
+    # loop and exports): no test extras (torch, transformers, keras-hub). It runs as a module
+    # of the checkout's `examples` package, from the repository's root (cd above).
     install ".[tensorflow]" library
-    exec .venv/bin/python tools/main.py "$@"
+    exec .venv/bin/python -m examples.main "$@"
     ;;
   test)
     install ".[tensorflow,test]" test
     install_without_tensorflow
     echo "== ruff"
-    .venv/bin/ruff check keras_albert tools tests benchmarks
+    .venv/bin/ruff check keras_albert tools tests benchmarks examples
     echo "== import contracts"
     .venv/bin/lint-imports --config setup.cfg
     echo "== pytest"

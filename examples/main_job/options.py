@@ -97,7 +97,7 @@ class MainJobOptions:
         pretrain_evaluations: held-out evaluations (and checkpoints) over the run.
         jit_compile: XLA for the pretraining and fine-tuning steps (about 2x the steps of the
             job's small model on CPU, measured).
-        precision: the pretraining and fine-tuning precision (`--precision` of both tools).
+        precision: the pretraining and fine-tuning precision (`--precision` of both commands).
             `auto`: mixed_bfloat16 on a CPU that multiplies bfloat16 natively (AVX512-BF16 or
             AMX), float32 on other CPUs. On the job, mixed_bfloat16 learns what float32 learns
             (5 pretraining seeds x 5 fine-tuning seeds: MLM/SOP within 1 point, SST-2 -0.14

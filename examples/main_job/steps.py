@@ -4,8 +4,8 @@ Austen novels + WikiText-2 + SST-2's training sentences (unlabeled) → Sentence
 all that text → SOP TFRecords (n-gram masks drawn anew every pass) → small ALBERT pretrained
 with LAMB → fine-tuned on SST-2 from that checkpoint, and the same architecture from scratch
 with the same budget, once per seed (the gain is pretraining's) → the pretrained one exported
-for TF Serving → loaded as the server would (`tools/probe_saved_model.py`: TF1 session
-loader, in a fresh process without keras_albert) → summary and curves.
+for TF Serving → loaded as the server would (`keras-albert probe`: TF1 session loader, in a
+fresh process without keras_albert) → summary and curves.
 
 Each step writes its result under `output_dir`; a rerun skips the finished steps (pretraining
 also resumes an interrupted run) unless `force=True`, which redoes every step (pretraining
@@ -17,6 +17,7 @@ import collections
 import dataclasses
 import datetime
 import glob
+import importlib.util
 import json
 import os
 import random
@@ -29,8 +30,9 @@ import time
 from .curves import plot_curves
 from .options import REPOSITORY, MainJobOptions
 
-# The user-facing export probe (tools/probe_saved_model.py), run in a fresh process.
-PROBE = os.path.join(REPOSITORY, "tools", "probe_saved_model.py")
+# The user-facing export probe (`keras-albert probe`), run from its file in a fresh process as
+# the command runs it (finding it imports keras_albert.commands here, never there).
+PROBE = importlib.util.find_spec("keras_albert.commands.probe").origin
 
 PROBE_SENTENCES = (
     "a gorgeous , witty , seductive movie .",
@@ -426,6 +428,14 @@ def _summary(options: MainJobOptions, results: dict, seconds: float) -> dict:
     return summary
 
 
+def command_line() -> str:
+    """The command line as it was run: `python -m examples.main ...` for a module (whose
+    `sys.argv[0]` is its file)."""
+    spec = getattr(sys.modules["__main__"], "__spec__", None)
+    program = ["-m", spec.name] if spec else sys.argv[:1]
+    return " ".join([os.path.basename(sys.executable), *program, *sys.argv[1:]])
+
+
 def run_record() -> dict:
     """What a figure quoted from this summary needs beside it: when, on what CPU (model, family,
     the flags that decide the precision), with oneDNN or not, under what load, by which command
@@ -444,7 +454,7 @@ def run_record() -> dict:
     # The fields and layout of the benchmarks' result files (`benchmarks/prelude.py`).
     return {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "command": " ".join([os.path.basename(sys.executable), *sys.argv]),
+        "command": command_line(),
         "machine": {
             "cpu": cpu_features(),
             "onednn": onednn_enabled(),

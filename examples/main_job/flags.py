@@ -1,5 +1,5 @@
 """The main job's flags: every field of `MainJobOptions` is one, with `--quick` for the
-few-minute variant. `tools/main.py` parses them; so does `benchmarks/pretraining_transfer.py`
+few-minute variant. `examples/main.py` parses them; so does `benchmarks/pretraining_transfer.py`
 for the job it runs."""
 
 import argparse

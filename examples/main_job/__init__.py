@@ -1,7 +1,7 @@
-"""The main job (run by `tools/main.py`): Austen novels → tokenizer → pretraining data →
+"""The main job (run by `examples/main.py`): Austen novels → tokenizer → pretraining data →
 pretrained ALBERT → SST-2 → TF Serving export → served in a fresh process → summary, curves.
 
-A package of the repository's tools, not of the library: it calls `keras_albert`'s public
+A package of the repository's examples, not of the library: it calls `keras_albert`'s public
 functions, and `keras_albert` never imports it (an import contract in setup.cfg).
 """
 
