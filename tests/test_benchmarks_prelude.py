@@ -27,7 +27,7 @@ SCRIPTS = sorted(
 # What must not load before the prelude has set the environment.
 FRAMEWORKS = (
     "tensorflow", "tensorflow_text", "keras", "keras_hub", "torch", "transformers",
-    "keras_albert", "tools",
+    "keras_albert", "tools", "examples",
 )  # fmt: skip
 
 

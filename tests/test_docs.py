@@ -67,7 +67,7 @@ def test_every_relative_link_resolves():
 def test_named_documents_and_results_exist():
     named = re.compile(r"(docs/[\w/]+\.md|benchmarks/results/[\w./-]+\.(?:json|png))")
     sources = [*markdown_files()]
-    for folder in ("keras_albert", "tools", "benchmarks"):
+    for folder in ("keras_albert", "tools", "examples", "benchmarks"):
         sources += sorted((REPO / folder).rglob("*.py"))
     missing = []
     for source in sources:

@@ -104,7 +104,7 @@ def _second_literals(name: str, value) -> list[str]:
         re.compile(rf"\b{name}\b`?[^\n(]*\({number}\)", re.IGNORECASE),
     ]
     found = []
-    for root in ("keras_albert", "tools"):
+    for root in ("keras_albert", "tools", "examples"):
         for path in sorted((REPO / root).rglob("*.py")):
             if path.name == "defaults.py":
                 continue
@@ -135,6 +135,7 @@ def test_the_literal_check_finds_a_second_literal(tmp_path, monkeypatch):
     (package / "serving.py").write_text("def serve(doc_stride=128, max_qa_length: int = 128):\n")
     (package / "docs.py").write_text('"""doc_stride: context tokens between windows (128)."""\n')
     (tmp_path / "tools").mkdir()
+    (tmp_path / "examples").mkdir()
     monkeypatch.setitem(globals(), "REPO", tmp_path)
     assert len(_second_literals("doc_stride", 128)) == 2
     assert len(_second_literals("max_qa_length", 128)) == 1
