@@ -1,6 +1,6 @@
 """`FinetuningOptions`: everything one fine-tuning run needs, checked when made.
 
-Each field is one flag of `tools/finetune.py` (`keras_albert.cli.add_options`): the default is
+Each field is one flag of `keras-albert finetune` (`keras_albert.cli.add_options`): the default is
 written here once, the help is the field's entry in the class docstring. The options of one
 task type (SQuAD's windows, a generic CSV's columns, ...) are that task type's own dataclass
 in its folder, given as `task_options`; which data set names exist and what each task type
@@ -89,7 +89,7 @@ class FinetuningOptions:
         skip_invalid: skip (and count) bad rows instead of stopping at the first.
         task_options: the task type's own options (e.g. a `QuestionAnsweringOptions`: the
             `TaskType.options` of `keras_albert.tasks.registry.task_type_for(dataset)`); None: its
-            defaults. `tools/finetune.py` builds them from the task type's own flags.
+            defaults. `keras-albert finetune` builds them from the task type's own flags.
         strategy: a `build_strategy` name (auto, cpu, one_device, mirrored, multi_worker with
             TF_CONFIG, tpu); every one runs the same training loop (`training.loop`).
         tpu_address: for the "tpu" strategy: a Cloud TPU name, "local" on a TPU VM, or

@@ -68,7 +68,7 @@ def _datasets(task_type: TaskType, most: int = 4) -> str:
 
 
 def options_from_flags(args: argparse.Namespace) -> FinetuningOptions:
-    """The `FinetuningOptions` of `tools/finetune.py`'s parsed flags (`add_options` for
+    """The `FinetuningOptions` of `keras-albert finetune`'s parsed flags (`add_options` for
     `FinetuningOptions`, then `add_task_options`)."""
     task_options = task_options_from_args(args, args.dataset)
     return options_from_args(args, FinetuningOptions, task_options=task_options)

@@ -135,12 +135,12 @@ class TaskType:
             (e.g. "squad_v1", "squad_v2"); empty when the task type is not fine-tuned
             (fill-mask).
         options: the dataclass of the task type's own fine-tuning options (its fields are
-            flags of `tools/finetune.py`), or None when it has none.
+            flags of `keras-albert finetune`), or None when it has none.
         finetuning_task: "module:Class" of its `FinetuningTask`, or None (not fine-tuned).
         serving_module: "module:Class" of its serving module (a `tf.Module` whose endpoints
             take strings; `keras_albert.export`).
         export_options: the dataclass of its serving module's own options (flags of
-            `tools/export_saved_model.py`), or None.
+            `keras-albert export`), or None.
         count: the model's attribute that counts its outputs when a checkpoint of another
             kind cannot say it (`num_classes`): `load_checkpoint` then needs
             `num_classes`; None when the head needs no count.
