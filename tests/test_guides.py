@@ -1,14 +1,16 @@
 """The guides' and the README's marked blocks run as written, so that they cannot drift from
-the tools.
+the commands.
 
 A fenced block right after a `<!-- test: NAME -->` comment in README.md or docs/guides/*.md
 belongs to the group NAME; the blocks of one group are run in the order they appear, in one
 shell (bash) or one interpreter (python), in a scratch directory that looks like the
-repository root (`tools/`, `data/` and `tests/` linked in, a `.venv/bin/activate` that puts
-this interpreter first on PATH). Each command is run exactly as the guide spells it, with a few
-budget flags appended (`SMALLER_BUDGETS`: the tools' own documented flags; argparse keeps the
-last value given; before a `--` that starts Beam's options), so that every group takes well
-under a minute of steps.
+repository root after `bash tools/run.sh main` (`data/` and `tests/` linked in; a `.venv/bin/`
+whose `python` is this interpreter and whose `keras-albert` is `python -m keras_albert` from
+this checkout, so that the test needs no console script installed; its `activate` puts it first
+on PATH). Each command is run exactly as the guide spells it (`keras-albert COMMAND ...`), with
+a few budget flags appended (`SMALLER_BUDGETS`: the commands' own documented flags; argparse
+keeps the last value given; before a `--` that starts Beam's options), so that every group
+takes well under a minute of steps.
 
 The guides continue each other as a user follows them: one tiny pretraining run
 (docs/guides/pretraining.md) is made once for this module and fine-tuned, served and used from
@@ -34,41 +36,37 @@ GUIDES = sorted((REPO / "docs" / "guides").glob("*.md"))
 DOCUMENTS = ["README.md", *(path.relative_to(REPO).as_posix() for path in GUIDES)]
 MARKED_BLOCK = re.compile(r"<!-- test: ([\w-]+) -->\n```(bash|python)\n(.*?)```", flags=re.S)
 
-# Flags appended to the command of each tool (by script name); every tool a block runs is
+# A `keras-albert COMMAND` line of a block.
+COMMAND = re.compile(r"(?:^|[\s;&|])keras-albert ([a-z-]+)")
+# Flags appended to each `keras-albert` command (by name); every command a block runs is
 # listed, so a command added to a guide without a budget here fails the test.
 SMALLER_BUDGETS = {
-    "train_tokenizer.py": (),
-    "create_pretraining_data.py": ("--dupe-factor", "1"),
-    "pretrain.py": (
+    "train-tokenizer": (),
+    "create-data": ("--dupe-factor", "1"),
+    "pretrain": (
         "--train-steps", "4", "--batch-size", "4", "--log-every-steps", "2",
         "--checkpoint-every-steps", "2",
     ),
     # Two steps of a larger batch: the evaluation (twice, the last with the best model) runs at
     # the training batch size, and it is most of a short run.
-    "finetune.py": ("--train-steps", "2", "--batch-size", "32"),
-    "export_saved_model.py": (),
-    "split_dataset.py": (),
-    "probe_saved_model.py": ("--repeats", "0"),
-    "convert_checkpoint.py": (),
+    "finetune": ("--train-steps", "2", "--batch-size", "32"),
+    "export": (),
+    "split": (),
+    "probe": ("--repeats", "0"),
+    "convert": (),
 }  # fmt: skip
-# The groups and the tools each runs, in order: a block added, removed or renamed in a guide
-# must be named here too (and so gets a test that runs it).
-GROUP_TOOLS = {
-    "english-pretraining": [
-        "train_tokenizer.py", "create_pretraining_data.py", "create_pretraining_data.py",
-        "pretrain.py",
-    ],
-    "english-finetuning": ["finetune.py"],
-    "english-tasks": ["finetune.py"] * 4,
-    "english-serving": ["export_saved_model.py", "probe_saved_model.py"],
-    "english-checkpoints": ["convert_checkpoint.py"] * 3 + ["export_saved_model.py"] * 2,
+# The groups and the commands each runs, in order: a block added, removed or renamed in a
+# guide must be named here too (and so gets a test that runs it).
+GROUP_COMMANDS = {
+    "english-pretraining": ["train-tokenizer", "create-data", "create-data", "pretrain"],
+    "english-finetuning": ["finetune"],
+    "english-tasks": ["finetune"] * 4,
+    "english-serving": ["export", "probe"],
+    "english-checkpoints": ["convert"] * 3 + ["export"] * 2,
     "readme-python": [],
     "backends-python": [],  # run on JAX by tests/test_doc_blocks.py
-    "beam-data": ["create_pretraining_data.py"],
-    "chinese": [
-        "split_dataset.py", "create_pretraining_data.py", "pretrain.py", "finetune.py",
-        "export_saved_model.py", "probe_saved_model.py",
-    ],
+    "beam-data": ["create-data"],
+    "chinese": ["split", "create-data", "pretrain", "finetune", "export", "probe"],
 }  # fmt: skip
 
 
@@ -101,19 +99,22 @@ def group_commands(name: str) -> list[str]:
 
 def scratch_checkout(root: pathlib.Path) -> dict:
     """`root` as the repository root seen by the guides; returns the environment to run in."""
-    for name in ("tools", "data", "tests"):
+    for name in ("data", "tests"):
         (root / name).symlink_to(REPO / name)
     bin_dir = root / ".venv" / "bin"
     bin_dir.mkdir(parents=True)
-    python = bin_dir / "python"
-    python.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n')
-    python.chmod(0o755)
+    # What `pip install -e .` puts there: the interpreter and the console script, here the
+    # checkout's `python -m keras_albert` (PYTHONPATH, `guide_environment`).
+    python = shlex.quote(sys.executable)
+    for name, command in (("python", python), ("keras-albert", f"{python} -m keras_albert")):
+        (bin_dir / name).write_text(f'#!/bin/sh\nexec {command} "$@"\n')
+        (bin_dir / name).chmod(0o755)
     (bin_dir / "activate").write_text(f"export PATH={shlex.quote(str(bin_dir))}:$PATH\n")
     return guide_environment()
 
 
 def guide_environment() -> dict:
-    """This process's environment for the tools: the checkout first on PYTHONPATH, the
+    """This process's environment for the commands: the checkout first on PYTHONPATH, the
     TensorFlow backend, no KERAS_ALBERT_ settings of the caller."""
     environment = {k: v for k, v in os.environ.items() if not k.startswith("KERAS_ALBERT_")}
     path = [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]
@@ -124,16 +125,16 @@ def guide_environment() -> dict:
 
 
 def run_group(name: str, root: pathlib.Path) -> subprocess.CompletedProcess:
-    """The group's commands in one shell, each with its tool's `SMALLER_BUDGETS`; stops at
+    """The group's commands in one shell, each with its command's `SMALLER_BUDGETS`; stops at
     the first failing command and fails the test with the end of its output."""
     # The first group run in `root` makes it a scratch checkout; the next ones continue there.
-    environment = guide_environment() if (root / "tools").exists() else scratch_checkout(root)
+    environment = guide_environment() if (root / ".venv").exists() else scratch_checkout(root)
     commands = group_commands(name)
     assert commands[0] == ". .venv/bin/activate", f"{name} must start by activating .venv"
     script = []
     for command in commands:
-        tool = re.search(r"tools/(\w+\.py)", command)
-        extra = SMALLER_BUDGETS[tool.group(1)] if tool else ()
+        found = COMMAND.search(command)
+        extra = SMALLER_BUDGETS[found.group(1)] if found else ()
         # Before the `--` that starts Beam's own options (`--engine beam`), if any.
         head, beam_options = (command.split(" -- ", 1) + [None])[:2]
         command = " ".join([head, *map(shlex.quote, extra)])
@@ -148,16 +149,18 @@ def run_group(name: str, root: pathlib.Path) -> subprocess.CompletedProcess:
     return completed
 
 
-def test_every_marked_group_is_run_and_names_only_tools_with_a_budget():
+def test_every_marked_group_is_run_and_names_only_commands_with_a_budget():
     groups = marked_blocks()
-    assert sorted(groups) == sorted(GROUP_TOOLS), sorted(groups)
-    for name, tools in GROUP_TOOLS.items():
+    assert sorted(groups) == sorted(GROUP_COMMANDS), sorted(groups)
+    for name, commands in GROUP_COMMANDS.items():
         if groups[name][0][0] == "python":
             continue
-        found = [re.search(r"tools/(\w+\.py)", command) for command in group_commands(name)]
+        found = [COMMAND.search(command) for command in group_commands(name)]
         named = [match.group(1) for match in found if match]
-        assert named == tools, (name, named)
+        assert named == commands, (name, named)
         assert set(named) <= set(SMALLER_BUDGETS), named
+        # The scripts of tools/ are for a checkout; the guides name the installed command.
+        assert not [command for command in group_commands(name) if "tools/" in command], name
 
 
 @pytest.fixture(scope="module")
