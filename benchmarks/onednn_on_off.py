@@ -12,11 +12,14 @@ ratio of on to off; writes one JSON with every process's raw results.
     python -m benchmarks.onednn_on_off --benchmark pretraining_step --repeats 2
     python -m benchmarks.onednn_on_off --onednn-max-cpu-isa AVX2 -- --rounds 3
 
-`--onednn-max-cpu-isa AVX2` limits oneDNN to the kernels it runs on an AVX2-only CPU (its
-`ONEDNN_MAX_CPU_ISA`), in both settings: on an AVX-512 machine, a stand-in for "oneDNN forced
-on" on such a CPU (same kernels, another core); "off" runs Eigen's kernels, which TensorFlow's
-build fixes, the same on every CPU. It is not a measurement of an AVX2 CPU, and its results
-say so (`onednn_max_cpu_isa` in every process's record).
+`--onednn-max-cpu-isa AVX2` limits every library in the run to the kernels it runs on an
+AVX2-only CPU, in both settings: oneDNN (TensorFlow's and PyTorch's, `ONEDNN_MAX_CPU_ISA`),
+PyTorch's own kernels (`ATEN_CPU_CAPABILITY=avx2`) and MKL (`MKL_ENABLE_INSTRUCTIONS=AVX2`).
+On an AVX-512 machine that is a stand-in for such a CPU (same kernels, another core): "off" is
+TensorFlow's default there and runs Eigen's kernels, which TensorFlow's build fixes (AVX, the
+same on every CPU); "on" is oneDNN forced on with its AVX2 kernels. It is not a measurement of
+an AVX2 CPU, and its results say so (`isa_limits` in every process's record). TensorFlow's
+bfloat16 rewrite ignores the limit: run it in float32, as `--precision auto` does there.
 """
 
 import json
@@ -36,13 +39,22 @@ ROOF = (
 )
 
 
+def isa_limits(max_isa: str) -> dict[str, str]:
+    """The environment that limits oneDNN, PyTorch's kernels and MKL to `max_isa` ("AVX2")."""
+    return {
+        "ONEDNN_MAX_CPU_ISA": max_isa.upper(),
+        "ATEN_CPU_CAPABILITY": max_isa.lower(),
+        "MKL_ENABLE_INSTRUCTIONS": max_isa.upper(),
+    }
+
+
 def run_once(benchmark: str, setting: str, arguments: list[str], max_isa: str | None) -> dict:
     """One process of `benchmark` with `TF_ENABLE_ONEDNN_OPTS=setting` (and oneDNN limited to
     `max_isa` where given): its results JSON, and the GEMM roof measured by another process
     right after."""
     environment = {**os.environ, "TF_ENABLE_ONEDNN_OPTS": setting}
     if max_isa:
-        environment["ONEDNN_MAX_CPU_ISA"] = max_isa
+        environment.update(isa_limits(max_isa))
     with tempfile.TemporaryDirectory() as directory:
         path = os.path.join(directory, "results.json")
         command = [sys.executable, "-m", f"benchmarks.{benchmark}", "--results-json", path]
@@ -90,7 +102,7 @@ def main() -> None:
             },
             "gemm_roof_gflops": statistics.median(r["gemm_roof"]["gflops"] for r in records),
         }
-    limit = f", oneDNN limited to {args.onednn_max_cpu_isa}" if args.onednn_max_cpu_isa else ""
+    limit = f", kernels limited to {args.onednn_max_cpu_isa}" if args.onednn_max_cpu_isa else ""
     print(f"{args.benchmark}, {args.repeats} processes per setting, alternating{limit}:")
     for setting, values in summary.items():
         figures = ", ".join(f"{name} {value:.2f}" for name, value in values["medians"].items())

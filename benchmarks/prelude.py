@@ -122,6 +122,9 @@ def commit() -> str:
     return head.stdout.strip() + ("+" if dirty else "")
 
 
+ISA_LIMITS = ("ONEDNN_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS")
+
+
 def machine() -> dict:
     """What the header prints and the JSON records: CPU model, family and flags, oneDNN's state,
     cores, load, versions, commit."""
@@ -129,10 +132,10 @@ def machine() -> dict:
         "cpu": cpu(),
         "onednn": onednn(),
         "tf_enable_onednn_opts": os.environ.get("TF_ENABLE_ONEDNN_OPTS"),
-        # oneDNN's own limit on the instruction sets it dispatches to ("AVX2": the kernels an
-        # AVX2-only CPU runs, on any newer x86-64 CPU); Eigen's kernels are chosen when
-        # TensorFlow is built, the same on every CPU.
-        "onednn_max_cpu_isa": os.environ.get("ONEDNN_MAX_CPU_ISA"),
+        # The libraries' own limits on the instruction sets they dispatch to ("AVX2": the
+        # kernels an AVX2-only CPU runs, on any newer x86-64 CPU; `benchmarks.onednn_on_off`);
+        # Eigen's kernels are chosen when TensorFlow is built, the same on every CPU.
+        "isa_limits": {name: os.environ.get(name) for name in ISA_LIMITS},
         "commit": commit(),
         "processor": platform.machine(),
         "cpus": os.cpu_count(),

@@ -206,6 +206,7 @@ def test_run_tool_interrupt_status_and_debug(capsys):
     assert _exit_of(lambda argv: None, [], capsys)[0] == 0
 
 
+@pytest.mark.slow
 def test_quiet_tensorflow_hides_start_up_lines():
     import subprocess
     import sys

@@ -186,6 +186,7 @@ def sst2(english) -> pathlib.Path:
     return english
 
 
+@pytest.mark.slow
 def test_the_pretraining_guide_runs_as_written(english):
     pass  # the fixture runs and checks it; this names it in the report
 
@@ -230,6 +231,7 @@ def test_the_checkpoints_guide_converts_the_finetuned_model(sst2):
         )
 
 
+@pytest.mark.slow
 def test_the_pretraining_data_at_scale_guide_runs_beam_on_this_machine(tmp_path):
     # Two DirectRunner worker processes; the shards equal the local engine's
     # (tests/pretraining/data/test_beam.py).
@@ -240,6 +242,7 @@ def test_the_pretraining_data_at_scale_guide_runs_beam_on_this_machine(tmp_path)
     assert len(list(data.glob("pretraining-*-of-00004.tfrecord"))) == 4
 
 
+@pytest.mark.slow
 def test_the_serving_guide_serves_the_finetuned_model(sst2):
     completed = run_group("english-serving", sst2)
     assert (sst2 / "saved_models" / "sst2" / "1" / "saved_model.pb").is_file()
@@ -251,6 +254,7 @@ def test_the_serving_guide_serves_the_finetuned_model(sst2):
     np.testing.assert_allclose(probed, expected, atol=1e-5, rtol=0)
 
 
+@pytest.mark.slow
 def test_the_readme_python_example_fine_tunes_and_exports(english, monkeypatch, capsys):
     ((language, code),) = marked_blocks()["readme-python"]
     assert language == "python"

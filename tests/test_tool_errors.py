@@ -261,6 +261,7 @@ def test_a_sequence_length_beyond_the_model_names_its_flag(tmp_path, capsys):
     )
 
 
+@pytest.mark.slow
 def test_a_changed_option_names_the_flags_that_start_over(tmp_path, capsys):
     argv = [*finetuning_argv(tmp_path), "--sequence-length", 16, "--train-steps", 2]
     assert load_tool("finetune").main([str(arg) for arg in argv]) == 0

@@ -9,6 +9,7 @@ import sys
 
 import keras
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from keras_albert.export import CheckpointSource, export_checkpoint
@@ -50,6 +51,7 @@ def fine_tuning_run(directory, seed=0):
     return model
 
 
+@pytest.mark.slow
 def test_chinese_export_answers_in_a_fresh_process_like_the_keras_model(tmp_path):
     model = fine_tuning_run(tmp_path / "run")
     path = export_checkpoint(

@@ -1,12 +1,12 @@
 """ONNX (`keras_albert.export.onnx`): ONNX Runtime runs each exported model as Keras does.
 
-Each model kind is exported once: a tiny model (dropout 0.1, every weight drawn from a seed,
-biases and LayerNorm included) with the 12-piece SentencePiece model. ONNX Runtime (CPU) runs
-the one file on packed-looking inputs with real padding at batch 1 and 3 and two sequence
-lengths (multiple choice: two numbers of choices, one choice absent; fill-mask: two numbers of
-masked positions), so its dimensions are dynamic, and gives the Keras model's outputs in
-inference (dropout off) within 1e-4, float32, every output by its name. A real trained
-checkpoint (`tests/data/legacy_runs/finetune_squad_v2`: SQuAD v2 with the original
+Each model kind (the sentence embedder too) is exported once: a tiny model (dropout 0.1, every
+weight drawn from a seed, biases and LayerNorm included) with the 12-piece SentencePiece model.
+ONNX Runtime (CPU) runs the one file on packed-looking inputs with real padding at batch 1 and 3
+and two sequence lengths (multiple choice: two numbers of choices, one choice absent; fill-mask:
+two numbers of masked positions), so its dimensions are dynamic, and gives the Keras model's
+outputs in inference (dropout off) within 1e-4, float32, every output by its name. A real
+trained checkpoint (`tests/data/legacy_runs/finetune_squad_v2`: SQuAD v2 with the original
 answer-class head, top-k indices among its outputs) is exported through the export tool.
 """
 
@@ -25,6 +25,7 @@ from keras_albert import (
     AlbertMaskedLM,
     AlbertMultipleChoice,
     AlbertQuestionAnswerer,
+    AlbertTextEmbedder,
     AlbertTokenClassifier,
     AlbertTokenizer,
 )
@@ -47,6 +48,7 @@ KINDS = {
     "multiple_choice": lambda backbone: AlbertMultipleChoice(backbone),
     "token_classification": lambda backbone: AlbertTokenClassifier(backbone, num_classes=5),
     "fill_mask": lambda backbone: AlbertMaskedLM(backbone),
+    "text_embedding": lambda backbone: AlbertTextEmbedder(backbone),
 }
 SQUAD_RUN = DATA / "legacy_runs" / "finetune_squad_v2"
 

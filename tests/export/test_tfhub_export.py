@@ -161,6 +161,7 @@ def test_preprocessor_tokenize_and_bert_pack_inputs_on_pairs(exported, tokenizer
     )
 
 
+@pytest.mark.slow
 def test_pretrainer_mlm_sub_object(tmp_path, tokenizer):
     pretrainer = perturbed(AlbertPretrainer(tiny_backbone()), seed=4)
     path = export_tfhub(pretrainer, tokenizer, tmp_path / "pretrainer")
@@ -191,6 +192,7 @@ def test_pretrainer_mlm_sub_object(tmp_path, tokenizer):
     assert encoder.sp_model_file.asset_path.numpy().endswith(b"sentencepiece.model")
 
 
+@pytest.mark.slow
 def test_export_tool_writes_encoder_and_preprocessor(tmp_path, backbone, tokenizer):
     backbone.save(tmp_path / "backbone.keras")
     (tmp_path / "tokenizer.model").write_bytes(ALBERT_MODEL.read_bytes())

@@ -1,13 +1,14 @@
-"""TFLite for the task heads: SQuAD question answering, RACE multiple choice, NER tagging.
+"""TFLite for the task heads: SQuAD question answering, RACE multiple choice, NER tagging,
+sentence embeddings.
 
 Tiny models with the real 30k SentencePiece model and random weights (biases and LayerNorm
 too); real inputs: SQuAD windows from `squad_features`, RACE choices packed by the multiple
-choice serving module, WNUT-17 sentences packed by the NER one. `tf.lite.Interpreter` on one
-example at a time (the exported `[1, ...]` signatures) gives the Keras model's outputs within
-1e-5 (float32). Dynamic-range int8 (`precision="int8"`: int8 weights, activations quantized on
-the fly) is held to a stated tolerance (`INT8_RELATIVE`),
-with the float32 export of the same model under 1e-5 in the same test (the bound is over the
-examples of a task: 15% of its outputs' largest |value|).
+choice serving module, WNUT-17 sentences packed by the NER one, sentences of four lengths
+packed by the text-embedding one. `tf.lite.Interpreter` on one example at a time (the exported
+`[1, ...]` signatures) gives the Keras model's outputs within 1e-5 (float32). Dynamic-range
+int8 (`precision="int8"`: int8 weights, activations quantized on the fly) is held to a stated
+tolerance (`INT8_RELATIVE`), with the float32 export of the same model under 1e-5 in the same
+test (the bound is over the examples of a task: 15% of its outputs' largest |value|).
 """
 
 import keras
@@ -15,7 +16,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_albert import AlbertBackbone, AlbertTokenizer
+from keras_albert import AlbertBackbone, AlbertTextEmbedder, AlbertTokenizer
 from keras_albert.export.modules import serving_module
 from keras_albert.export.tflite import export_tflite
 from keras_albert.models import (
@@ -89,6 +90,18 @@ def ner_inputs(tokenizer, model):
     return [trimmed({name: packed[name][row] for name in INPUTS}) for row in range(6)]
 
 
+def embedding_inputs(tokenizer, model):
+    sentences = [
+        "A man is playing a guitar.",
+        "A woman is slicing an onion into thin rings on a wooden board.",
+        "Kids play.",
+        "The stock market fell sharply on Monday after the central bank raised rates again.",
+    ]
+    module = serving_module(model, tokenizer)
+    packed = module.pack(tf.constant(sentences))
+    return [trimmed({name: packed[name][row] for name in INPUTS}) for row in range(4)]
+
+
 TASKS = {
     "squad": (lambda: AlbertQuestionAnswerer(AlbertBackbone(**SIZES)), squad_inputs),
     "race": (lambda: AlbertMultipleChoice(AlbertBackbone(**SIZES)), race_inputs),
@@ -96,13 +109,14 @@ TASKS = {
         lambda: AlbertTokenClassifier(AlbertBackbone(**SIZES), num_classes=13),
         ner_inputs,
     ),
+    "embedding": (lambda: AlbertTextEmbedder(AlbertBackbone(**SIZES)), embedding_inputs),
 }
 
 
 def keras_outputs(model, inputs):
     outputs = model(inputs, training=False)
     if not isinstance(outputs, dict):
-        outputs = {"logits": outputs}
+        outputs = {model.OUTPUT_NAME: outputs}
     return {name: np.asarray(keras.ops.convert_to_numpy(v)) for name, v in outputs.items()}
 
 

@@ -195,6 +195,7 @@ def test_the_run_trains_exactly_train_steps_the_last_stretch_shorter(tiny_config
     assert latest.endswith("ckpt-10")
 
 
+@pytest.mark.slow
 def test_remat_flag_reaches_the_trained_model(tiny_config_path, tmp_path):
     """`tools/finetune.py --remat`: the run's backbone is rematerialized (its best.keras says
     so; that it trains as without: tests/models/test_remat.py) and the summary records it."""
@@ -211,6 +212,7 @@ def test_remat_flag_reaches_the_trained_model(tiny_config_path, tmp_path):
     assert summary["options"]["remat"] is True
 
 
+@pytest.mark.slow
 def test_output_to_a_file_is_lines_not_a_bar(tiny_config_path, tmp_path, capsys):
     """verbose 1 with stdout not a terminal (captured here, as in a log file): no bar redraws
     or ANSI escapes, a line every step (stretches of 10: an interval of 1) but the stretches'

@@ -106,6 +106,7 @@ def test_each_task_fine_tunes_in_mixed_precision(task, precision, float16_pretra
             assert keras.backend.standardize_dtype(output.dtype) == "float32"
 
 
+@pytest.mark.slow
 def test_an_export_of_a_bfloat16_trained_model_serves_like_it(float16_pretrainer, tmp_path):
     import tensorflow as tf
 

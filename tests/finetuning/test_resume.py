@@ -292,6 +292,7 @@ def test_one_run_per_directory_and_a_dead_holder_is_taken_over(config_path, tmp_
     assert not (output_dir / "run.lock").exists() and (output_dir / "summary.json").exists()
 
 
+@pytest.mark.slow
 def test_a_resume_with_other_options_is_refused_and_force_starts_over(
     config_path, tmp_path, capsys
 ):
@@ -319,6 +320,7 @@ def test_a_resume_with_other_options_is_refused_and_force_starts_over(
     assert len(history(tmp_path / "run")) == 2 and latest_step(tmp_path / "run") == 4
 
 
+@pytest.mark.slow
 def test_a_resume_inside_a_shorter_last_stretch_ends_like_the_uninterrupted_run(
     config_path, tmp_path
 ):

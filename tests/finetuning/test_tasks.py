@@ -209,6 +209,7 @@ def _race_without_answers(passages, path):
     return str(path)
 
 
+@pytest.mark.slow
 def test_race_end_to_end_and_step_progress(config_path, tmp_path, capsys):
     sample = os.path.join(DATA_DIR, "race", "expmrc-race-dev-sample.json")
     with open(sample, encoding="utf-8") as file:

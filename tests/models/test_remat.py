@@ -81,6 +81,7 @@ def test_inference_traces_the_plain_graph():
     )
 
 
+@pytest.mark.slow
 def test_fit_trains_as_without_remat(without_fusions):
     """A classifier on each backbone of `remat_pair` (dropout on, the same seeds): the same
     losses over `fit`'s steps."""

@@ -237,6 +237,7 @@ def test_remat_reaches_the_model(tmp_path, records):
     assert restored.backbone.remat is True
 
 
+@pytest.mark.slow
 def test_data_and_output_on_a_registered_file_system(tmp_path, records):
     """Records read and every output written through `tf.io.gfile`: the same run with its data
     and its output directory on TensorFlow's in-memory file system (`ram://`, registered as
@@ -570,6 +571,7 @@ def final_weights(run):
     return keras.models.load_model(path).get_weights()
 
 
+@pytest.mark.slow
 def test_resume_with_dropout_ends_as_an_uninterrupted_run(tmp_path, records):
     """The checkpoint holds the dropout layers' seed generators: the resumed run draws the
     masks the uninterrupted one drew, and ends bit for bit where it ended."""
@@ -584,6 +586,7 @@ def test_resume_with_dropout_ends_as_an_uninterrupted_run(tmp_path, records):
         np.testing.assert_array_equal(actual, expected)
 
 
+@pytest.mark.slow
 def test_a_checkpoint_without_dropout_state_resumes_with_one_line(
     tmp_path, records, monkeypatch, capsys
 ):

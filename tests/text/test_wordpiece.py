@@ -224,6 +224,7 @@ def test_every_character_both_paths_equal(tokenizer):
     assert mismatches == []
 
 
+@pytest.mark.slow
 def test_graph_words_differ_only_on_characters_python_does_not_lowercase(tokenizer):
     wordpiece = tokenizer._wordpiece
     characters = [chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]

@@ -337,6 +337,7 @@ def test_auto_precision_follows_tensorflow_s_own_onednn_state():
     assert choose_precision_policy("cpu", "auto") == expected
 
 
+@pytest.mark.slow
 def test_onednn_state_is_tensorflow_s_decision_in_a_fresh_process():
     # TensorFlow decides once per process: a subprocess per setting. Forced on and off it
     # follows the variable on every x86-64 CPU; unset, it follows the CPU's features

@@ -169,6 +169,7 @@ def sha256(paths):
     return [hashlib.sha256(open(p, "rb").read()).hexdigest() for p in paths]
 
 
+@pytest.mark.slow
 def test_output_is_byte_identical_with_1_and_2_workers(tokenizer, tmp_path):
     config = PretrainingDataConfig(sequence_length=128, dupe_factor=1, seed=3)
     persuasion = os.path.join(AUSTEN, "persuasion.txt")

@@ -109,6 +109,7 @@ def test_the_graph_and_python_paths_pack_alike(checkpoint):
         preprocessor(tf.constant(["[MASK] " + "word " * 40]))
 
 
+@pytest.mark.slow
 def test_save_and_preset_round_trips_keep_the_preprocessor(checkpoint, tmp_path):
     model = AlbertMaskedLM.from_preset(checkpoint, sequence_length=24)
     expected = model.predict(TEXTS, verbose=0)

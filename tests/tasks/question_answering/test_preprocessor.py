@@ -106,6 +106,7 @@ def test_rows_and_labels_are_the_first_windows_of_the_python_features(checkpoint
 
 
 @pytest.mark.parametrize("answerability", ["null_span", "answer_class"])
+@pytest.mark.slow
 def test_fit_on_questions_and_answers_lowers_the_loss(checkpoint, answerability):
     if answerability == "null_span":
         model = AlbertQuestionAnswerer.from_preset(checkpoint)

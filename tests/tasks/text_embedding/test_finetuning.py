@@ -84,6 +84,7 @@ def test_stsb_trains_the_cosine_loss_and_reports_spearman(config_path, tmp_path)
     assert len(test_rows) == 8 and set(test_rows[0]) == {"index", "cosine"}
 
 
+@pytest.mark.slow
 def test_unscored_pairs_train_the_in_batch_negatives_loss(config_path, tmp_path):
     # The same texts as pairs without scores, in a CSV; the scored STS-B file to evaluate,
     # read as sentence pairs with its columns (the same names in both files).

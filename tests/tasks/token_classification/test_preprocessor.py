@@ -122,6 +122,7 @@ def test_fit_on_words_and_predict_as_the_saved_model(checkpoint, sentences, tmp_
         assert [t.decode() for t in served["tags"].numpy()[row, :count]] == tags
 
 
+@pytest.mark.slow
 def test_save_and_preset_round_trips_keep_the_preprocessor(checkpoint, sentences, tmp_path):
     words = sentences[0]
     model = AlbertTokenClassifier.from_preset(checkpoint, sequence_length=40)
