@@ -46,7 +46,7 @@ TASK_TYPE = TaskType(
     datasets=(*(spec.name for spec in TASKS.values()), "generic"),
     options=ClassificationOptions,
     finetuning_task="keras_albert.tasks.classification.task:ClassificationTask",
-    serving_module="keras_albert.serving.saved_model:AlbertServingModule",
+    serving_module="keras_albert.tasks.classification.serving:ClassificationServingModule",
     preprocessor="keras_albert.tasks.classification.preprocessor:AlbertClassifierPreprocessor",
     checkpoint_names=CHECKPOINT_NAMES,
 )
