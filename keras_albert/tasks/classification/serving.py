@@ -25,12 +25,12 @@ from collections.abc import Sequence
 import keras
 import tensorflow as tf
 
-from keras_albert.models import AlbertClassifier
 from keras_albert.serving.saved_model import (
     SERVE_EXAMPLES,
     AlbertServingModule,
     set_method_name,
 )
+from keras_albert.tasks.classification.model import AlbertClassifier
 from keras_albert.text.tokenizer import AlbertTokenizer
 
 

@@ -1,7 +1,7 @@
 """The classification task type's record (`keras_albert.tasks.task_type.TaskType`)."""
 
-from keras_albert.models import AlbertClassifier
 from keras_albert.tasks.classification import defaults
+from keras_albert.tasks.classification.model import AlbertClassifier
 from keras_albert.tasks.classification.options import ClassificationOptions
 from keras_albert.tasks.classification.specs import TASKS
 from keras_albert.tasks.task_type import CheckpointNames, ForeignHead, TaskType
