@@ -33,12 +33,10 @@ import transformers
 from benchmarks.interleaved import interleaved_rates, report
 from keras_albert import AlbertBackbone, get_preset
 from keras_albert.finetuning.driver import build_optimizer
-from keras_albert.models import (
-    AlbertMultipleChoice,
-    AlbertQuestionAnswerer,
-    AlbertTokenClassifier,
-)
+from keras_albert.tasks.multiple_choice.model import AlbertMultipleChoice
 from keras_albert.tasks.question_answering.features import read_squad_examples, squad_features
+from keras_albert.tasks.question_answering.model import AlbertQuestionAnswerer
+from keras_albert.tasks.token_classification.model import AlbertTokenClassifier
 from keras_albert.text.tokenizer import AlbertTokenizer
 
 SQUAD_SAMPLE = str(prelude.TEST_DATA / "squad" / "expmrc-squad-dev-sample.json")

@@ -44,7 +44,7 @@ import tensorflow_text  # noqa: F401
 
 from keras_albert import AlbertBackbone, AlbertClassifier
 from keras_albert.convert.huggingface import write_hf_directory
-from keras_albert.export import AlbertServingModule, export_onnx, export_saved_model
+from keras_albert.export import ClassificationServingModule, export_onnx, export_saved_model
 from keras_albert.serving.precision import SERVING_PRECISIONS, serving_model
 from keras_albert.text.tokenizer import AlbertTokenizer
 
@@ -153,7 +153,7 @@ def sst2_dev() -> tuple[list[str], np.ndarray]:
     return [text.strip() for text, _ in rows], np.array([int(label) for _, label in rows])
 
 
-def packed(module: AlbertServingModule, texts) -> dict:
+def packed(module: ClassificationServingModule, texts) -> dict:
     strings = tf.constant([text.encode() for text in texts])
     return {name: value.numpy() for name, value in module.pack(strings).items()}
 
@@ -262,7 +262,7 @@ def accuracy(args, tokenizer, directory: str) -> dict:
         depth = model.backbone.albert_config.num_layers
         row = {"num_layers": depth, "checkpoint": checkpoint}
         vocabulary = args.vocabularies.get(label)
-        module = AlbertServingModule(
+        module = ClassificationServingModule(
             model, AlbertTokenizer(vocabulary) if vocabulary else tokenizer
         )
         batches = [packed(module, texts[i : i + 64]) for i in range(0, len(texts), 64)]

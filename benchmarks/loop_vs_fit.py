@@ -28,11 +28,11 @@ from benchmarks.batches import pretraining_batch
 from benchmarks.interleaved import interleaved_rates, report
 from keras_albert import AlbertBackbone, AlbertPretrainer
 from keras_albert.finetuning.driver import build_optimizer
-from keras_albert.models import AlbertClassifier
 from keras_albert.pretraining.objective import (
     compile_pretrainer,
     pretraining_replica_fn,
 )
+from keras_albert.tasks.classification.model import AlbertClassifier
 from keras_albert.training.lamb import Lamb
 from keras_albert.training.loop import TrainingLoop
 from keras_albert.training.objective import Objective

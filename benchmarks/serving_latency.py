@@ -99,11 +99,9 @@ def _squad_contexts() -> tuple[str, str, str]:
 def task_latency(rounds: int) -> dict:
     """Median latency of one request to each task export, interleaved rounds; the raw times."""
     from keras_albert.export.serving_layout import export_for_serving
-    from keras_albert.models import (
-        AlbertMultipleChoice,
-        AlbertQuestionAnswerer,
-        AlbertTokenClassifier,
-    )
+    from keras_albert.tasks.multiple_choice.model import AlbertMultipleChoice
+    from keras_albert.tasks.question_answering.model import AlbertQuestionAnswerer
+    from keras_albert.tasks.token_classification.model import AlbertTokenClassifier
 
     tokenizer = AlbertTokenizer(DATA / "30k-clean.model")
 

@@ -37,8 +37,8 @@ from benchmarks.inference_precision import Session
 from keras_albert import AlbertBackbone
 from keras_albert.convert.huggingface import write_hf_directory
 from keras_albert.export import export_saved_model
-from keras_albert.models import AlbertQuestionAnswerer
 from keras_albert.serving.precision import SERVING_PRECISIONS
+from keras_albert.tasks.question_answering.model import AlbertQuestionAnswerer
 from keras_albert.text.tokenizer import AlbertTokenizer
 
 DATA = prelude.TEST_DATA

@@ -36,8 +36,8 @@ from benchmarks.interleaved import interleaved_rates, report
 from benchmarks.roofs import gemm_roof, training_flops_per_sequence
 from keras_albert import AlbertBackbone, AlbertConfig, AlbertPretrainer
 from keras_albert.config import get_preset
-from keras_albert.models.question_answerer import AlbertQuestionAnswerer
 from keras_albert.pretraining.objective import pretraining_replica_fn
+from keras_albert.tasks.question_answering.model import AlbertQuestionAnswerer
 from keras_albert.training.clipping import adamw
 from keras_albert.training.lamb import Lamb
 from keras_albert.training.loop import TrainingLoop

@@ -42,9 +42,9 @@ def _import_eager() -> None:
     for module in _KERAS_REGISTRATIONS:
         importlib.import_module(f"{__name__}.{module}")
     globals().update({name: import_public(__name__, m, name) for name, m in _EAGER.items()})
-    # Every task type's head by its class name (also those defined in their task type's folder,
-    # `AlbertTextEmbedder`), and its preprocessor's, imported when first used (they need
-    # TensorFlow): a new task type adds no line here.
+    # Every task type's head by its class name (each defined in its task type's folder,
+    # `keras_albert.tasks.<name>.model`), and its preprocessor's, imported when first used
+    # (they need TensorFlow): a new task type adds no line here.
     for task_type in globals()["TASK_TYPES"]:
         globals().setdefault(task_type.model_class.__name__, task_type.model_class)
         if task_type.preprocessor is not None:

@@ -163,4 +163,4 @@ def test_a_beam_worker_imports_the_data_path_without_keras_and_the_rest_when_use
     )
     lines = fresh_python(code)
     assert lines[0] == "[]"
-    assert lines[1] == "keras_albert.models.classifier True keras_albert.training.lamb"
+    assert lines[1] == "keras_albert.tasks.classification.model True keras_albert.training.lamb"

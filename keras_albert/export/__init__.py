@@ -16,6 +16,7 @@ _PUBLIC = {
     "AlbertServingModule": "keras_albert.serving.saved_model",
     "BatchingParameters": "spec",
     "CheckpointSource": "checkpoint",
+    "ClassificationServingModule": "keras_albert.tasks.classification.serving",
     "ExportSpec": "spec",
     "FillMaskServingModule": "keras_albert.tasks.fill_mask.serving",
     "MultipleChoiceServingModule": "keras_albert.tasks.multiple_choice.serving",

@@ -1,15 +1,17 @@
 """The serving module of any keras_albert model: `serving_module(model, tokenizer, spec)`, and
 `export_saved_model`, which writes it.
 
-Classifiers, regressors, backbones and pretrainers get an `AlbertServingModule`; the head of a
-task type (`keras_albert.tasks.registry.TASK_TYPES`) gets its task type's own module
-(`TaskType.serving_module`: `AlbertQuestionAnswerer` → `QuestionAnsweringServingModule`, ...),
-with its own options (`TaskType.export_options`, the spec's `task_options`).
+Backbones and pretrainers get an `AlbertServingModule`; the head of a task type
+(`keras_albert.tasks.registry.TASK_TYPES`) gets its task type's own module
+(`TaskType.serving_module`: `AlbertClassifier` → `ClassificationServingModule`,
+`AlbertQuestionAnswerer` → `QuestionAnsweringServingModule`, ...), with its own options
+(`TaskType.export_options`, the spec's `task_options`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import os
 
 import keras
@@ -22,9 +24,14 @@ from keras_albert.serving.saved_model import AlbertServingModule
 from keras_albert.tasks.registry import BASE_MODEL_KINDS, get_task_type, model_kind_of
 from keras_albert.text.tokenizer import AlbertTokenizer
 
-# The spec's fields that only `AlbertServingModule` reads (a task model's module has its own
-# inputs and, in `task_options`, its own options).
-_STRING_IN_FIELDS = ("text_pair", "pad_to_max_length", "class_names")
+# The spec's fields that a serving module takes where its constructor names them: the
+# string-in packing (`text_pair`, `pad_to_max_length`) of `AlbertServingModule` and its
+# subclasses, a module's own (the classifier's `class_names`), the served precision and depth.
+# A module that does not name `precision` serves the model `serving_model` makes here.
+_MODULE_FIELDS = ("text_pair", "pad_to_max_length", "class_names", "precision", "num_layers")
+# Those that must be left unset for a module that does not name them (`precision` and
+# `num_layers` apply to every model).
+_REFUSED_FIELDS = ("text_pair", "pad_to_max_length", "class_names")
 
 
 def _task_arguments(task_options) -> dict:
@@ -60,8 +67,9 @@ def serving_module(model, tokenizer=None, spec: ExportSpec | None = None, **fiel
 
     `fields` are `ExportSpec` fields (`resolve_spec`). `precision` and `num_layers` apply to
     every model (`keras_albert.serving.precision`), `max_sequence_length` to every module;
-    `task_options` are a task model's own, and `text_pair`, `pad_to_max_length` and
-    `class_names` must be left at their defaults for a task model.
+    `task_options` are a task model's own (its task type's `export_options`), and
+    `text_pair`, `pad_to_max_length` and `class_names` must be left at their defaults for a
+    model whose module does not take them (`class_names` is the classifier's alone).
     """
     spec = resolve_spec(spec, fields, "savedmodel")
     tokenizer = model_tokenizer(model, tokenizer)
@@ -73,34 +81,27 @@ def serving_module(model, tokenizer=None, spec: ExportSpec | None = None, **fiel
     model = merged_lora(model)
     kind = model_kind_of(model)
     task_type = None if kind in BASE_MODEL_KINDS else get_task_type(kind)
+    module_class = AlbertServingModule if task_type is None else task_type.serving_module_class()
     task_options = spec.own_task_options(None if task_type is None else task_type.name)
-    module_class = None if task_type is None else task_type.serving_module_class()
-    if module_class is None or module_class is AlbertServingModule:
-        if task_options:
-            raise ValueError(
-                f"`task_options` must be empty for a {kind} model. "
-                f"Received: task_options={task_options!r}"
-            )
-        return AlbertServingModule(
-            model,
-            tokenizer,
-            max_sequence_length=spec.max_sequence_length,
-            precision=spec.precision,
-            num_layers=spec.num_layers,
-            **{name: getattr(spec, name) for name in _STRING_IN_FIELDS},
-        )
-    given = {
-        name: getattr(spec, name)
-        for name in _STRING_IN_FIELDS
-        if getattr(spec, name) not in (None, False)
-    }
-    if given:
-        received = ", ".join(f"{name}={value!r}" for name, value in given.items())
+    if task_options and (task_type is None or task_type.export_options is None):
         raise ValueError(
-            f"`{'`, `'.join(given)}` must be left unset for a {task_type.name} model (they are "
-            f"the classifier's serving options). Received: {received}"
+            f"`task_options` must be empty for a {kind} model. "
+            f"Received: task_options={task_options!r}"
         )
-    model = serving_model(model, spec.precision, spec.num_layers)
+    parameters = inspect.signature(module_class).parameters
+    refused = {
+        name: getattr(spec, name)
+        for name in _REFUSED_FIELDS
+        if name not in parameters and getattr(spec, name) not in (None, False)
+    }
+    if refused:
+        received = ", ".join(f"{name}={value!r}" for name, value in refused.items())
+        raise ValueError(
+            f"`{'`, `'.join(refused)}` must be left unset for a {kind} model (its serving "
+            f"module, {module_class.__name__}, does not take them). Received: {received}"
+        )
+    if "precision" not in parameters:
+        model = serving_model(model, spec.precision, spec.num_layers)
     max_sequence_length = defaults.pop("max_sequence_length", None)
     if spec.max_sequence_length is not None:
         max_sequence_length = spec.max_sequence_length
@@ -108,6 +109,7 @@ def serving_module(model, tokenizer=None, spec: ExportSpec | None = None, **fiel
         model,
         tokenizer,
         max_sequence_length=max_sequence_length,
+        **{name: getattr(spec, name) for name in _MODULE_FIELDS if name in parameters},
         **{**defaults, **_task_arguments(task_options)},
     )
 

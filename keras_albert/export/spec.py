@@ -172,9 +172,9 @@ class ExportSpec:
         object.__setattr__(self, name, tuple(value))
 
     def own_task_options(self, task_type_name: str | None):
-        """The task options of a model of the task type `task_type_name` (None: a backbone,
-        pretrainer or classifier): a mapping by task type name gives its entry (or None); any
-        other `task_options` are the model's own."""
+        """The task options of a model of the task type `task_type_name` (None: a backbone or
+        pretrainer): a mapping by task type name gives its entry (or None); any other
+        `task_options` are the model's own."""
         if not _by_task_type(self.task_options):
             return self.task_options
         return None if task_type_name is None else self.task_options.get(task_type_name)

@@ -8,7 +8,8 @@ example of any length up to the model's `max_sequence_length` (the interpreter r
 inputs):
 
 - classifier, regressor, backbone, pretrainer: `[1, seq]` → `logits`, `probabilities`,
-  `label` / `score` / `pooled_output`, `sequence_output`, ... (`AlbertServingModule.outputs`);
+  `label` / `score` / `pooled_output`, `sequence_output`, ... (`AlbertServingModule.outputs`
+  and `ClassificationServingModule`'s);
 - question answering: one window `[1, seq]` → `start_logits`, `end_logits` (and the
   answer-class head's outputs); the app windows the context and picks the span;
 - multiple choice: `[1, num_choices, max_sequence_length]` (both fixed at export: RACE's 4

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import keras
 
-from keras_albert.models import AlbertClassifier
+from keras_albert.tasks.classification.model import AlbertClassifier
 
 
 def parse_depths(text: str) -> tuple[int, ...]:

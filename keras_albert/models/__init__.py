@@ -1,19 +1,11 @@
-"""ALBERT models built from keras_albert.layers."""
+"""ALBERT models built from keras_albert.layers: the backbone, the pretrainer and the base of
+the task models (`task.AlbertTask`). Each task type's head model is in its task type's folder
+(`keras_albert.tasks.<name>.model`: `AlbertClassifier`, `AlbertQuestionAnswerer`, ...)."""
 
 from keras_albert.models.backbone import AlbertBackbone
-from keras_albert.models.classifier import AlbertClassifier
-from keras_albert.models.masked_lm import AlbertMaskedLM
-from keras_albert.models.multiple_choice import AlbertMultipleChoice
 from keras_albert.models.pretrainer import AlbertPretrainer
-from keras_albert.models.question_answerer import AlbertQuestionAnswerer
-from keras_albert.models.token_classifier import AlbertTokenClassifier
 
 __all__ = [
     "AlbertBackbone",
-    "AlbertClassifier",
-    "AlbertMaskedLM",
-    "AlbertMultipleChoice",
     "AlbertPretrainer",
-    "AlbertQuestionAnswerer",
-    "AlbertTokenClassifier",
 ]

@@ -1,25 +1,23 @@
-"""SavedModels for TF Serving: raw text in, task outputs out, tokenization inside the graph.
+"""SavedModels for TF Serving: raw text in, model outputs out, tokenization inside the graph.
 
-`export_saved_model(model, tokenizer, export_dir)` writes one SavedModel with these signatures:
+`AlbertServingModule(model, tokenizer)` (written by `keras_albert.export.export_saved_model`)
+serves a backbone or pretrainer, and is the base of the classifier's module
+(`keras_albert.tasks.classification.serving.ClassificationServingModule`), with these
+signatures:
 
 - `serving_default`: `text` (and `text_pair` with `text_pair=True`), `tf.string` `[batch]` →
-  the task outputs below. The original ALBERT normalization, SentencePiece and packing
+  the outputs below. The original ALBERT normalization, SentencePiece and packing
   (`AlbertTokenizer` + `AlbertPacker`) run in the graph; the batch is padded to its longest
   packed sequence, at most `max_sequence_length` (or always to `max_sequence_length` with
   `pad_to_max_length=True`).
 - `serve_token_ids`: `token_ids`, `segment_ids`, `padding_mask`, `int32` `[batch, seq]` → the
   same outputs, for clients that tokenize themselves (with the SentencePiece model, or the
   WordPiece vocabulary, in `assets/`).
-- `serve_examples` (classifier and regressor only): serialized `tf.Example`s with bytes
-  features `text` (and `text_pair`) in `inputs` → `classes` (`string [batch, num_classes]`)
-  and `scores` (`float32 [batch, num_classes]`), method `tensorflow/serving/classify`, the
-  structure TF Serving's Classify API requires; a regressor gives `outputs` (`float32 [batch]`)
-  under `tensorflow/serving/regress`.
 
-Task outputs (all float32 except where said):
-- classifier (`AlbertClassifier`, `num_classes` > 1): `logits`, `probabilities`
-  `[batch, num_classes]`, `label` (`int32 [batch]`, the argmax);
-- regressor (`AlbertClassifier` with `num_classes=1`): `score` `[batch]`;
+A subclass adds its own (the classifier's `serve_examples`, `SERVE_EXAMPLES`: TF Serving's
+Classify and Regress APIs, whose method name `set_method_name` writes).
+
+Outputs (all float32 except where said):
 - backbone (`AlbertBackbone`): `pooled_output` `[batch, hidden_dim]`, `sequence_output`
   `[batch, seq, hidden_dim]`, `padding_mask` (`int32 [batch, seq]`, 1 on real tokens);
 - pretrainer (`AlbertPretrainer`): the backbone outputs plus `sop_logits` `[batch, 2]`.
@@ -40,39 +38,24 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Sequence
 
 import keras
 import tensorflow as tf
 
-from keras_albert.models import AlbertBackbone, AlbertClassifier, AlbertPretrainer
+from keras_albert.models import AlbertBackbone, AlbertPretrainer
 from keras_albert.serving.precision import ModelCall, serving_model
 from keras_albert.text.tokenizer import AlbertTokenizer
 from keras_albert.validation import require_bool, require_int
 
 SERVING_DEFAULT = "serving_default"
 SERVE_TOKEN_IDS = "serve_token_ids"
-SERVE_EXAMPLES = "serve_examples"
-# What `AlbertServingModule` serves; a task type's head is served by its own module
+SERVE_EXAMPLES = "serve_examples"  # a subclass's: the classifier's Classify/Regress signature
+# What `AlbertServingModule` itself serves; a task type's head is served by its own module
 # (`TaskType.serving_module`, dispatched by `keras_albert.export.modules.serving_module`).
-TASKS = ("classification", "regression", "backbone", "pretrainer")
+TASKS = ("backbone", "pretrainer")
 SENTENCEPIECE_ASSET = "sentencepiece.model"
 VOCABULARY_ASSET = "vocab.txt"  # a WordPiece tokenizer's vocabulary, as BERT names it
 _TOKEN_INPUTS = ("token_ids", "segment_ids", "padding_mask")
-
-
-def _serving_task(model: keras.Model) -> str | None:
-    """Which of `TASKS` an `AlbertServingModule` serves `model` as (None: a task type's head,
-    served by its own module). Not the model's kind (`keras_albert.tasks.registry.
-    model_kind_of`, which this base of the serving modules may not import): the module's mode,
-    regression included."""
-    if isinstance(model, AlbertClassifier):
-        return "regression" if model.num_classes == 1 else "classification"
-    if isinstance(model, AlbertPretrainer):
-        return "pretrainer"
-    if isinstance(model, AlbertBackbone):
-        return "backbone"
-    return None
 
 
 def _backbone_of(model: keras.Model) -> AlbertBackbone:
@@ -150,24 +133,26 @@ def checked_token_inputs(config, token_ids, segment_ids, padding_mask) -> dict:
 
 
 class AlbertServingModule(tf.Module):
-    """The serving endpoints of a keras_albert model and its tokenizer, ready to save.
+    """The serving endpoints of a keras_albert backbone or pretrainer and its tokenizer, ready
+    to save; the base of the classifier's module (`ClassificationServingModule`).
 
     Holds the model's variables, the tokenizer (whose SentencePiece resource goes into the
     graph) and the SentencePiece model file as an asset. `endpoints` maps signature names to
     concrete functions for `tf.saved_model.save`; `pack` and `outputs` are the two halves of
     `serving_default`, usable eagerly (e.g. to build warmup requests for `serve_token_ids`).
 
+    A subclass serves another model on the same string-in packing: it says which model it
+    serves (`_serving_task`), computes its outputs (`_model_outputs`) and may add endpoints
+    (`_build_endpoints`), whose method names it writes after `save` (`set_method_name`).
+
     Args:
-        model: an `AlbertClassifier` (classification, or regression with `num_classes=1`),
-            `AlbertBackbone` or `AlbertPretrainer`.
+        model: an `AlbertBackbone` or `AlbertPretrainer` (a subclass's own model).
         tokenizer: the `AlbertTokenizer` the model was trained with.
         text_pair: whether `serving_default` takes a second segment, `text_pair`.
         max_sequence_length: longest packed sequence; by default the backbone's
             `max_sequence_length`, and never more.
         pad_to_max_length: pad every batch to `max_sequence_length` instead of to its longest
             sequence (for comparison; slower).
-        class_names: names of the classes for `serve_examples`' `classes` output; by default
-            "0", "1", ... Classification only.
         precision: "float32" or "bfloat16" (see `keras_albert.serving.precision`).
         num_layers: apply the shared block this many times (1 to the trained depth; sharing
             "all" only); default: the trained depth.
@@ -176,10 +161,11 @@ class AlbertServingModule(tf.Module):
     >>> tokenizer = AlbertTokenizer("tests/data/30k-clean.model")
     >>> backbone = AlbertBackbone(vocabulary_size=30000, embedding_dim=8, hidden_dim=16,
     ...                           intermediate_dim=32, num_layers=2, num_heads=2)
-    >>> module = AlbertServingModule(AlbertClassifier(backbone, num_classes=2), tokenizer)
-    >>> module.endpoints["serving_default"](text=tf.constant(["a fine film"]))["label"].shape
-    TensorShape([1])
-    >>> path = module.save("/tmp/albert_sst2/1")
+    >>> module = AlbertServingModule(backbone, tokenizer)
+    >>> module.endpoints["serving_default"](text=tf.constant(["a fine film"]))[
+    ...     "pooled_output"].shape
+    TensorShape([1, 16])
+    >>> path = module.save("/tmp/albert_base/1")
     """
 
     def __init__(
@@ -189,46 +175,22 @@ class AlbertServingModule(tf.Module):
         text_pair: bool = False,
         max_sequence_length: int | None = None,
         pad_to_max_length: bool = False,
-        class_names: Sequence[str] | None = None,
         precision: str = "float32",
         num_layers: int | None = None,
     ):
         super().__init__(name="albert_serving")
-        task = _serving_task(model)
-        if task is None:
-            raise TypeError(
-                "`model` must be an AlbertClassifier, AlbertBackbone or AlbertPretrainer; other "
-                "models are served by their task type's module "
-                f"(keras_albert.export.serving_module). Received: model={type(model).__name__}"
-            )
+        task = self._serving_task(model)
         model = serving_model(model, precision, num_layers)
         config = _backbone_of(model).albert_config
         max_sequence_length = checked_text_inputs(tokenizer, config, max_sequence_length)
         require_bool("text_pair", text_pair)
         require_bool("pad_to_max_length", pad_to_max_length)
-        if class_names is not None:
-            if task != "classification":
-                raise ValueError(
-                    f"`class_names` must be None for a {task} model (they name a classifier's "
-                    f"classes). Received: class_names={class_names!r}"
-                )
-            class_names = tuple(class_names)
-            if len(class_names) != model.num_classes or not all(
-                isinstance(name, str) for name in class_names
-            ):
-                raise ValueError(
-                    f"`class_names` must be {model.num_classes} strings (one per class). "
-                    f"Received: class_names={class_names!r}"
-                )
-        elif task == "classification":
-            class_names = tuple(str(index) for index in range(model.num_classes))
 
         self.task = task
         self.precision = precision
         self.text_pair = text_pair
         self.max_sequence_length = max_sequence_length
         self.pad_to_max_length = pad_to_max_length
-        self.class_names = class_names
         self.tokenizer = tokenizer
         # Plain holders hide the Keras objects from tf.Module's attribute tracking.
         self._untracked = Untracked(
@@ -239,6 +201,20 @@ class AlbertServingModule(tf.Module):
         self._asset_directory, self.sentencepiece_model = sentencepiece_asset(tokenizer)
         self.endpoints = self._build_endpoints()
         self.model_variables = captured_variables(self.endpoints)
+
+    def _serving_task(self, model: keras.Model) -> str:
+        """What this module serves `model` as (its `task`: one of `TASKS`); refuses any other
+        model. Not the model's kind (`keras_albert.tasks.registry.model_kind_of`, which this
+        base of the serving modules may not import): the module's mode."""
+        if isinstance(model, AlbertPretrainer):
+            return "pretrainer"
+        if isinstance(model, AlbertBackbone):
+            return "backbone"
+        raise TypeError(
+            "`model` must be an AlbertBackbone or AlbertPretrainer; a task type's head is "
+            "served by its task type's module (keras_albert.export.serving_module). "
+            f"Received: model={type(model).__name__}"
+        )
 
     @property
     def model(self) -> keras.Model:
@@ -267,8 +243,8 @@ class AlbertServingModule(tf.Module):
         return {name: value[:, :longest] for name, value in inputs.items()}
 
     def outputs(self, inputs: dict) -> dict:
-        """The task outputs (float32, batch-major) of packed `token_ids`, `segment_ids`, ...,
-        through the one graph function every signature shares (`ModelCall`)."""
+        """The model's outputs (float32, batch-major) of packed `token_ids`, `segment_ids`,
+        ..., through the one graph function every signature shares (`ModelCall`)."""
         return self._untracked.model_call(inputs)
 
     token_input_shape = (1, None)  # the TFLite export's inputs: batch 1, any length
@@ -279,15 +255,6 @@ class AlbertServingModule(tf.Module):
 
     def _model_outputs(self, inputs: dict) -> dict:
         model = self.model
-        if self.task in ("classification", "regression"):
-            logits = tf.cast(model(inputs, training=False), tf.float32)  # (batch, num_classes)
-            if self.task == "regression":
-                return {"score": logits[:, 0]}
-            return {
-                "logits": logits,
-                "probabilities": tf.nn.softmax(logits, axis=-1),
-                "label": tf.argmax(logits, axis=-1, output_type=tf.int32),
-            }
         backbone = _backbone_of(model)
         encoded = backbone(inputs, training=False)
         result = {
@@ -325,7 +292,7 @@ class AlbertServingModule(tf.Module):
 
         token_spec = tf.TensorSpec([None, None], tf.int32)
         # autograph=False: the endpoints are straight-line graphs, as in ExportArchive.
-        functions = {
+        return {
             SERVING_DEFAULT: tf.function(serve_text, autograph=False).get_concrete_function(
                 **text_specs
             ),
@@ -333,42 +300,11 @@ class AlbertServingModule(tf.Module):
                 **{name: token_spec for name in _TOKEN_INPUTS}
             ),
         }
-        if self.task in ("classification", "regression"):
-
-            def serve_examples(inputs):
-                return self._example_outputs(inputs)
-
-            functions[SERVE_EXAMPLES] = tf.function(
-                serve_examples, autograph=False
-            ).get_concrete_function(inputs=tf.TensorSpec([None], tf.string))
-        return functions
-
-    def _example_outputs(self, serialized: tf.Tensor) -> dict:
-        features = {"text": tf.io.FixedLenFeature([], tf.string, default_value="")}
-        if self.text_pair:
-            features["text_pair"] = tf.io.FixedLenFeature([], tf.string, default_value="")
-        parsed = tf.io.parse_example(serialized, features)  # (batch,) each
-        outputs = self.outputs(self.pack(parsed["text"], parsed.get("text_pair")))
-        if self.task == "regression":
-            return {tf.saved_model.REGRESS_OUTPUTS: outputs["score"]}
-        batch_size = tf.shape(serialized)[0]
-        classes = tf.tile(tf.constant([self.class_names]), tf.stack([batch_size, 1]))
-        return {
-            tf.saved_model.CLASSIFY_OUTPUT_CLASSES: classes,
-            tf.saved_model.CLASSIFY_OUTPUT_SCORES: outputs["probabilities"],
-        }
 
     def save(self, export_dir: str | os.PathLike) -> str:
         """Writes the SavedModel to `export_dir` (which must not exist or be empty)."""
         export_dir = os.fspath(export_dir)
         tf.saved_model.save(self, export_dir, signatures=self.endpoints)
-        if SERVE_EXAMPLES in self.endpoints:
-            method = (
-                tf.saved_model.REGRESS_METHOD_NAME
-                if self.task == "regression"
-                else tf.saved_model.CLASSIFY_METHOD_NAME
-            )
-            _set_method_name(export_dir, SERVE_EXAMPLES, method)
         return export_dir
 
 
@@ -392,7 +328,9 @@ def sentencepiece_asset(tokenizer) -> tuple[tempfile.TemporaryDirectory, tf.save
     return directory, tf.saved_model.Asset(path)
 
 
-def _set_method_name(export_dir: str, signature_name: str, method_name: str) -> None:
+def set_method_name(export_dir: str, signature_name: str, method_name: str) -> None:
+    """Sets the method name of the signature `signature_name` in the SavedModel at `export_dir`
+    (and rewrites its fingerprint to match)."""
     # tf.saved_model.save writes every signature as Predict; TF Serving's Classify and Regress
     # APIs refuse a signature whose method_name is not theirs.
     from tensorflow.core.protobuf import saved_model_pb2

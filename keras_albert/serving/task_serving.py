@@ -2,7 +2,7 @@
 
 `TaskServingModule` holds a task model's variables, its tokenizer (whose SentencePiece resource
 goes into the graph) and the SentencePiece model as an asset, and saves the `tf.function`s a
-subclass builds in `_build_endpoints`, as `AlbertServingModule` does for the classifier (see
+subclass builds in `_build_endpoints`, as `AlbertServingModule` does for a backbone (see
 `keras_albert.serving.saved_model` for why a `tf.Module` and not `keras.export.ExportArchive`).
 A subclass also gives `warmup_inputs()`: `(signature name, inputs)` pairs for the warmup file.
 """

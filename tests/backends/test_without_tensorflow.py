@@ -18,7 +18,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_albert import AlbertBackbone
-from keras_albert.models import AlbertMaskedLM
+from keras_albert.tasks.fill_mask.model import AlbertMaskedLM
 from keras_albert.tasks.fill_mask.preprocessor import AlbertMaskedLMPreprocessor
 from keras_albert.text.tokenizer import AlbertTokenizer
 from tests.backends.conftest import REPOSITORY, TENSORFLOW_MODULES, run_on_backend

@@ -6,7 +6,8 @@ import transformers
 
 from keras_albert.convert import load_checkpoint, save_checkpoint
 from keras_albert.convert.huggingface import load_hf_weights
-from keras_albert.models import AlbertBackbone, AlbertMultipleChoice
+from keras_albert.models import AlbertBackbone
+from keras_albert.tasks.multiple_choice.model import AlbertMultipleChoice
 from tests.convert.hf_reference import (
     ATOL,
     CONFIGS,

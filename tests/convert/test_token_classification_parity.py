@@ -7,7 +7,8 @@ import transformers
 from keras_albert.convert import load_checkpoint, save_checkpoint
 from keras_albert.convert.huggingface import load_hf_weights
 from keras_albert.convert.tf1 import load_tf1_weights
-from keras_albert.models import AlbertBackbone, AlbertTokenClassifier
+from keras_albert.models import AlbertBackbone
+from keras_albert.tasks.token_classification.model import AlbertTokenClassifier
 from tests.convert.hf_reference import (
     ATOL,
     CONFIGS,

@@ -13,7 +13,8 @@ import pytest
 import tensorflow as tf
 
 from keras_albert.export import CheckpointSource, export_checkpoint
-from keras_albert.models import AlbertBackbone, AlbertClassifier
+from keras_albert.models import AlbertBackbone
+from keras_albert.tasks.classification.model import AlbertClassifier
 from keras_albert.text.tokenizer import AlbertTokenizer
 from tests.export.conftest import TINY_SIZES
 from tests.text.text_data import DATA

@@ -19,11 +19,12 @@ from tensorflow_serving.apis import prediction_log_pb2
 
 from keras_albert import AlbertBackbone
 from keras_albert.export.serving_layout import export_for_serving
-from keras_albert.models import AlbertMultipleChoice, AlbertQuestionAnswerer, AlbertTokenClassifier
 from keras_albert.serving import requests as serving_requests
 from keras_albert.tasks.multiple_choice.features import RaceExamples, make_race_dataset, read_race
+from keras_albert.tasks.multiple_choice.model import AlbertMultipleChoice
 from keras_albert.tasks.multiple_choice.serving import MultipleChoiceServingModule
 from keras_albert.tasks.question_answering.features import read_squad_examples, squad_features
+from keras_albert.tasks.question_answering.model import AlbertQuestionAnswerer
 from keras_albert.tasks.question_answering.postprocess import decode_answer_class, decode_null_span
 from keras_albert.tasks.question_answering.serving import QuestionAnsweringServingModule
 from keras_albert.tasks.token_classification.features import (
@@ -33,6 +34,7 @@ from keras_albert.tasks.token_classification.features import (
     read_conll,
     word_predictions,
 )
+from keras_albert.tasks.token_classification.model import AlbertTokenClassifier
 from keras_albert.text.offsets import tokenize_with_offsets, tokenize_with_offsets_graph
 from keras_albert.text.tokenizer import AlbertTokenizer
 from tests.export.conftest import read_logs, run_harness, write_requests

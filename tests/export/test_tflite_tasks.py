@@ -19,14 +19,12 @@ import tensorflow as tf
 from keras_albert import AlbertBackbone, AlbertTextEmbedder, AlbertTokenizer
 from keras_albert.export.modules import serving_module
 from keras_albert.export.tflite import export_tflite
-from keras_albert.models import (
-    AlbertMultipleChoice,
-    AlbertQuestionAnswerer,
-    AlbertTokenClassifier,
-)
 from keras_albert.tasks.multiple_choice.features import read_race
+from keras_albert.tasks.multiple_choice.model import AlbertMultipleChoice
 from keras_albert.tasks.question_answering.features import read_squad_examples, squad_features
+from keras_albert.tasks.question_answering.model import AlbertQuestionAnswerer
 from keras_albert.tasks.token_classification.features import read_conll
+from keras_albert.tasks.token_classification.model import AlbertTokenClassifier
 from tests.helpers import perturbed
 from tests.test_tool_errors import load_tool
 from tests.text.text_data import ALBERT_MODEL, DATA

@@ -5,8 +5,9 @@ import numpy as np
 import tensorflow as tf
 
 from keras_albert.export import export_saved_model
-from keras_albert.models import AlbertBackbone, AlbertClassifier
+from keras_albert.models import AlbertBackbone
 from keras_albert.serving.saved_model import VOCABULARY_ASSET
+from keras_albert.tasks.classification.model import AlbertClassifier
 from keras_albert.text.tokenizer import AlbertTokenizer
 from tests.export.conftest import TINY_SIZES
 from tests.text.test_graph_export import PYTHON_OPS, UNSERVABLE_OPS, _graph_def, _op_types

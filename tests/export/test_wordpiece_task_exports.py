@@ -21,9 +21,9 @@ from tensorflow_serving.apis import prediction_log_pb2
 
 from keras_albert import AlbertBackbone, AlbertConfig
 from keras_albert.export import export_checkpoint
-from keras_albert.models import AlbertQuestionAnswerer
 from keras_albert.serving import requests as serving_requests
 from keras_albert.tasks.question_answering.features import read_squad_examples, squad_features
+from keras_albert.tasks.question_answering.model import AlbertQuestionAnswerer
 from keras_albert.tasks.question_answering.postprocess import decode_null_span
 from keras_albert.tasks.question_answering.serving import QuestionAnsweringServingModule
 from keras_albert.tasks.token_classification.features import (

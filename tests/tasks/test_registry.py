@@ -39,9 +39,10 @@ def test_each_record_is_defined_in_its_own_folder_under_its_one_name():
         module = importlib.import_module(f"keras_albert.tasks.{task_type.name}.task_type")
         assert module.TASK_TYPE is task_type
         assert Path(task_type.defaults.__file__).parent == folder
-        # Its serving module (and fine-tuning task) are its own, or a shared base's.
+        # Its head model, its serving module (and fine-tuning task) are its own.
+        assert task_type.model_class.__module__ == f"keras_albert.tasks.{task_type.name}.model"
         assert task_type.serving_module_class().__module__.startswith(
-            (f"keras_albert.tasks.{task_type.name}.", "keras_albert.serving.")
+            f"keras_albert.tasks.{task_type.name}."
         )
         if task_type.trains:
             task_class = task_type.finetuning_task_class()

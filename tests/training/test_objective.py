@@ -9,7 +9,8 @@ import pytest
 import tensorflow as tf
 
 from keras_albert.finetuning.driver import build_optimizer
-from keras_albert.models import AlbertClassifier, AlbertQuestionAnswerer
+from keras_albert.tasks.classification.model import AlbertClassifier
+from keras_albert.tasks.question_answering.model import AlbertQuestionAnswerer
 from keras_albert.training.loop import TrainingLoop
 from keras_albert.training.objective import Objective
 from tests.helpers import ner_task, random_inputs, tiny_backbone

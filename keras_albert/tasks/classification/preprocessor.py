@@ -10,7 +10,7 @@ class AlbertClassifierPreprocessor(TokenizerPreprocessor):
     """Sentences, or pairs of sentences, to `token_ids`, `segment_ids` and `padding_mask`:
     `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`, truncated as the original ALBERT does (the
     longer segment first) and padded to `sequence_length`, with the same tokenizer and packer
-    as the string-in SavedModel (`keras_albert.serving.saved_model.AlbertServingModule`).
+    as the string-in SavedModel (`keras_albert.tasks.classification.serving`).
 
     Called as `preprocessor(x, y=None, sample_weight=None)`, where `x` is a `(batch,)` string
     tensor or a tuple of two (the pairs); labels and weights pass through. An `AlbertClassifier`

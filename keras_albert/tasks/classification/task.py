@@ -16,13 +16,13 @@ import os
 import keras
 import numpy as np
 
-from keras_albert.models import AlbertClassifier
 from keras_albert.tasks.classification import defaults
 from keras_albert.tasks.classification.metrics import (
     compute_metrics,
     majority_baseline,
     predictions_from_logits,
 )
+from keras_albert.tasks.classification.model import AlbertClassifier
 from keras_albert.tasks.classification.reader import Examples, make_dataset, read_examples
 from keras_albert.tasks.finetuning_task import FinetuningTask
 from keras_albert.tasks.recipes import EpochRecipe, Recipe

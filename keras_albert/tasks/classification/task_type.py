@@ -1,7 +1,7 @@
 """The classification task type's record (`keras_albert.tasks.task_type.TaskType`)."""
 
-from keras_albert.models import AlbertClassifier
 from keras_albert.tasks.classification import defaults
+from keras_albert.tasks.classification.model import AlbertClassifier
 from keras_albert.tasks.classification.options import ClassificationOptions
 from keras_albert.tasks.classification.specs import TASKS
 from keras_albert.tasks.task_type import CheckpointNames, ForeignHead, TaskType
@@ -46,7 +46,7 @@ TASK_TYPE = TaskType(
     datasets=(*(spec.name for spec in TASKS.values()), "generic"),
     options=ClassificationOptions,
     finetuning_task="keras_albert.tasks.classification.task:ClassificationTask",
-    serving_module="keras_albert.serving.saved_model:AlbertServingModule",
+    serving_module="keras_albert.tasks.classification.serving:ClassificationServingModule",
     preprocessor="keras_albert.tasks.classification.preprocessor:AlbertClassifierPreprocessor",
     checkpoint_names=CHECKPOINT_NAMES,
 )

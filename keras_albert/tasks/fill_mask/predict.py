@@ -19,9 +19,9 @@ from collections.abc import Sequence
 import keras
 import numpy as np
 
-from keras_albert.models.masked_lm import masked_lm_from
 from keras_albert.serving.saved_model import checked_text_inputs
 from keras_albert.tasks.fill_mask import defaults
+from keras_albert.tasks.fill_mask.model import masked_lm_from
 from keras_albert.tasks.fill_mask.preprocessor import AlbertMaskedLMPreprocessor
 from keras_albert.text.tokenizer import AlbertTokenizer
 from keras_albert.validation import require_positive_int

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from keras_albert.models.masked_lm import masked_lm_from
 from keras_albert.serving.saved_model import SERVING_DEFAULT
 from keras_albert.serving.task_serving import (
     TaskServingModule,
@@ -37,6 +36,7 @@ from keras_albert.tasks.fill_mask.features import (
     mask_positions_graph,
     pack_texts_graph,
 )
+from keras_albert.tasks.fill_mask.model import masked_lm_from
 from keras_albert.tasks.fill_mask.predict import check_top_k
 
 WARMUP_TEXTS = (

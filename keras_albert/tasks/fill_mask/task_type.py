@@ -1,8 +1,8 @@
 """The fill-mask task type's record (see `keras_albert.tasks.task_type`)."""
 
 from keras_albert.models import AlbertPretrainer
-from keras_albert.models.masked_lm import AlbertMaskedLM, masked_lm_from
 from keras_albert.tasks.fill_mask import defaults
+from keras_albert.tasks.fill_mask.model import AlbertMaskedLM, masked_lm_from
 from keras_albert.tasks.fill_mask.options import FillMaskServingOptions
 from keras_albert.tasks.task_type import TaskType
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from keras_albert.models import AlbertMultipleChoice
 from keras_albert.serving.saved_model import SERVE_TOKEN_IDS, SERVING_DEFAULT
 from keras_albert.serving.task_serving import (
     TaskServingModule,
@@ -32,6 +31,7 @@ from keras_albert.serving.task_serving import (
 )
 from keras_albert.tasks.multiple_choice import defaults as race_defaults
 from keras_albert.tasks.multiple_choice.features import encode_choices
+from keras_albert.tasks.multiple_choice.model import AlbertMultipleChoice
 from keras_albert.validation import require_int
 
 WARMUP_EXAMPLE = (

@@ -22,7 +22,6 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_albert.models import AlbertMultipleChoice
 from keras_albert.tasks.finetuning_task import FinetuningTask
 from keras_albert.tasks.multiple_choice import defaults
 from keras_albert.tasks.multiple_choice.features import (
@@ -32,6 +31,7 @@ from keras_albert.tasks.multiple_choice.features import (
     read_race,
     write_race_predictions,
 )
+from keras_albert.tasks.multiple_choice.model import AlbertMultipleChoice
 from keras_albert.tasks.recipes import Recipe
 from keras_albert.text.pipeline import served_from_memory
 from keras_albert.training.objective import Objective

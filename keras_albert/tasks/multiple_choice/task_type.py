@@ -1,7 +1,7 @@
 """The multiple-choice task type's record (`keras_albert.tasks.task_type.TaskType`)."""
 
-from keras_albert.models import AlbertMultipleChoice
 from keras_albert.tasks.multiple_choice import defaults
+from keras_albert.tasks.multiple_choice.model import AlbertMultipleChoice
 from keras_albert.tasks.multiple_choice.options import (
     MultipleChoiceOptions,
     MultipleChoiceServingOptions,

@@ -6,8 +6,8 @@ from __future__ import annotations
 import dataclasses
 
 from keras_albert.cli import parse_float_or_none
-from keras_albert.models.question_answerer import ANSWERABILITY
 from keras_albert.tasks.question_answering import defaults
+from keras_albert.tasks.question_answering.model import ANSWERABILITY
 from keras_albert.validation import require_number, require_one_of, require_positive_int
 
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from keras_albert.models import AlbertQuestionAnswerer
 from keras_albert.serving.saved_model import SERVE_TOKEN_IDS, SERVING_DEFAULT
 from keras_albert.serving.task_serving import (
     TaskServingModule,
@@ -39,6 +38,7 @@ from keras_albert.serving.task_serving import (
     token_specs,
 )
 from keras_albert.tasks.question_answering import defaults as squad_defaults
+from keras_albert.tasks.question_answering.model import AlbertQuestionAnswerer
 from keras_albert.tasks.question_answering.windows import offsets_sentencepiece, question_windows
 from keras_albert.text.offsets import trimmed_span
 from keras_albert.validation import require_number, require_positive_int

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from keras_albert.models import AlbertQuestionAnswerer
 from keras_albert.tasks.finetuning_task import FinetuningTask
 from keras_albert.tasks.question_answering import defaults
 from keras_albert.tasks.question_answering.features import (
@@ -31,6 +30,7 @@ from keras_albert.tasks.question_answering.features import (
     read_squad_json,
     squad_features,
 )
+from keras_albert.tasks.question_answering.model import AlbertQuestionAnswerer
 from keras_albert.tasks.question_answering.postprocess import (
     SquadPredictions,
     decode_answer_class,

@@ -1,7 +1,7 @@
 """The question-answering task type's record (`keras_albert.tasks.task_type.TaskType`)."""
 
-from keras_albert.models import AlbertQuestionAnswerer
 from keras_albert.tasks.question_answering import defaults
+from keras_albert.tasks.question_answering.model import AlbertQuestionAnswerer
 from keras_albert.tasks.question_answering.options import (
     QuestionAnsweringOptions,
     QuestionAnsweringServingOptions,

@@ -28,12 +28,12 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from keras_albert.models import AlbertTokenClassifier
 from keras_albert.serving.saved_model import SERVE_TOKEN_IDS, SERVING_DEFAULT
 from keras_albert.serving.task_serving import (
     TaskServingModule,
 )
 from keras_albert.tasks.token_classification.features import OUTSIDE, encode_words
+from keras_albert.tasks.token_classification.model import AlbertTokenClassifier
 from keras_albert.text.offsets import words_with_offsets_graph
 
 WARMUP_TEXTS = ("Jane Austen lived in Bath .", "", "@user loves New York 🗽")

@@ -22,7 +22,6 @@ import os
 import keras
 import numpy as np
 
-from keras_albert.models import AlbertTokenClassifier
 from keras_albert.tasks.finetuning_task import FinetuningTask
 from keras_albert.tasks.recipes import EpochRecipe
 from keras_albert.tasks.token_classification import defaults
@@ -36,6 +35,7 @@ from keras_albert.tasks.token_classification.features import (
     word_predictions,
     write_conll_predictions,
 )
+from keras_albert.tasks.token_classification.model import AlbertTokenClassifier
 from keras_albert.training.objective import Objective
 
 NER_RECIPE = EpochRecipe(**defaults.RECIPE)

@@ -1,8 +1,8 @@
 """The token-classification task type's record (`keras_albert.tasks.task_type.TaskType`)."""
 
-from keras_albert.models import AlbertTokenClassifier
 from keras_albert.tasks.task_type import CheckpointNames, ForeignHead, TaskType
 from keras_albert.tasks.token_classification import defaults
+from keras_albert.tasks.token_classification.model import AlbertTokenClassifier
 
 
 def _hf_config(model: AlbertTokenClassifier) -> dict:

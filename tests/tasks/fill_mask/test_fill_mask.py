@@ -17,9 +17,8 @@ from sentencepiece import sentencepiece_model_pb2
 
 from keras_albert import AlbertBackbone, AlbertConfig, AlbertPretrainer
 from keras_albert.convert import load_checkpoint, save_checkpoint
-from keras_albert.models import AlbertMaskedLM
-from keras_albert.models.masked_lm import masked_lm_from
 from keras_albert.tasks.fill_mask.features import MaskedTextEncoder, pack
+from keras_albert.tasks.fill_mask.model import AlbertMaskedLM, masked_lm_from
 from keras_albert.tasks.fill_mask.predict import fill_mask, top_k_predictions
 from tests.convert.hf_reference import hf_model
 from tests.convert.test_tf1 import (

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from keras_albert.layers import MaskedLMHead
-from keras_albert.models import AlbertMaskedLM, AlbertPretrainer
-from keras_albert.models.masked_lm import masked_lm_from
+from keras_albert.models import AlbertPretrainer
+from keras_albert.tasks.fill_mask.model import AlbertMaskedLM, masked_lm_from
 from tests.helpers import check_model_roundtrips, random_inputs, tiny_backbone, to_numpy
 
 

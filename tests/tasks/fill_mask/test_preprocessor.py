@@ -14,7 +14,7 @@ import tensorflow as tf
 
 from keras_albert import AlbertBackbone, fill_mask
 from keras_albert.export import export_for_serving
-from keras_albert.models import AlbertMaskedLM
+from keras_albert.tasks.fill_mask.model import AlbertMaskedLM
 from keras_albert.tasks.fill_mask.options import FillMaskServingOptions
 from keras_albert.tasks.fill_mask.preprocessor import AlbertMaskedLMPreprocessor
 from keras_albert.text.tokenizer import AlbertTokenizer

@@ -23,9 +23,9 @@ from keras_albert.export.serving_layout import (
     write_models_config,
     write_warmup_requests,
 )
-from keras_albert.models import AlbertMaskedLM
 from keras_albert.serving import requests as serving_requests
 from keras_albert.tasks.fill_mask.features import MaskedTextEncoder, pack
+from keras_albert.tasks.fill_mask.model import AlbertMaskedLM
 from keras_albert.tasks.fill_mask.predict import fill_mask
 from keras_albert.tasks.fill_mask.serving import FillMaskServingModule
 from keras_albert.text.tokenizer import AlbertTokenizer

@@ -9,8 +9,8 @@ import pathlib
 import pytest
 
 from keras_albert.cli import add_options, options_from_args
-from keras_albert.models import AlbertMaskedLM
 from keras_albert.tasks.fill_mask import defaults
+from keras_albert.tasks.fill_mask.model import AlbertMaskedLM
 from keras_albert.tasks.fill_mask.options import FillMaskServingOptions
 from keras_albert.tasks.fill_mask.serving import FillMaskServingModule
 from keras_albert.tasks.fill_mask.task_type import TASK_TYPE

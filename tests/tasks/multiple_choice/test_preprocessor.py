@@ -13,8 +13,8 @@ import tensorflow as tf
 from keras_albert import AlbertBackbone
 from keras_albert.export import export_for_serving
 from keras_albert.export.modules import serving_module
-from keras_albert.models import AlbertMultipleChoice
 from keras_albert.tasks.multiple_choice.features import make_race_dataset, read_race
+from keras_albert.tasks.multiple_choice.model import AlbertMultipleChoice
 from keras_albert.tasks.multiple_choice.preprocessor import AlbertMultipleChoicePreprocessor
 from keras_albert.text.tokenizer import AlbertTokenizer
 from tests.helpers import saved_with_vocabulary

@@ -12,13 +12,13 @@ import tensorflow as tf
 
 from keras_albert import AlbertBackbone
 from keras_albert.export import export_for_serving
-from keras_albert.models import AlbertQuestionAnswerer
 from keras_albert.tasks.question_answering.features import (
     SquadExample,
     feature_arrays,
     read_squad_examples,
     squad_features,
 )
+from keras_albert.tasks.question_answering.model import AlbertQuestionAnswerer
 from keras_albert.tasks.question_answering.postprocess import decode_null_span
 from keras_albert.tasks.question_answering.preprocessor import AlbertQuestionAnswererPreprocessor
 from keras_albert.text.tokenizer import AlbertTokenizer

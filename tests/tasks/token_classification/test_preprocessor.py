@@ -14,13 +14,13 @@ import tensorflow as tf
 
 from keras_albert import AlbertBackbone
 from keras_albert.export import export_for_serving
-from keras_albert.models import AlbertTokenClassifier
 from keras_albert.tasks.token_classification.features import (
     IGNORE_LABEL,
     label_list,
     read_conll,
     tag_ids,
 )
+from keras_albert.tasks.token_classification.model import AlbertTokenClassifier
 from keras_albert.tasks.token_classification.preprocessor import (
     AlbertTokenClassifierPreprocessor,
 )
