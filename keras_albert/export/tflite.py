@@ -14,7 +14,8 @@ inputs):
   answer-class head's outputs); the app windows the context and picks the span;
 - multiple choice: `[1, num_choices, max_sequence_length]` (both fixed at export: RACE's 4
   choices, padded to the model's length) → `logits`, `probabilities`, `answer_index`;
-- token classification (NER): `[1, seq]` → per-token tag `logits` `[1, seq, num_tags]`.
+- token classification (NER): `[1, seq]` → per-token tag `logits` `[1, seq, num_classes]`;
+- text embedding: `[1, seq]` → `embeddings` `[1, hidden_dim]` (pooled as the model pools).
 
 Batch 1 because that is what a phone runs, and because TFLite has no builtin for the attention
 mask's `[:, None, None, :]` when both dimensions are dynamic (it converts with either one fixed).
