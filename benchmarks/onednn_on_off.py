@@ -16,10 +16,13 @@ ratio of on to off; writes one JSON with every process's raw results.
 AVX2-only CPU, in both settings: oneDNN (TensorFlow's and PyTorch's, `ONEDNN_MAX_CPU_ISA`),
 PyTorch's own kernels (`ATEN_CPU_CAPABILITY=avx2`) and MKL (`MKL_ENABLE_INSTRUCTIONS=AVX2`).
 On an AVX-512 machine that is a stand-in for such a CPU (same kernels, another core): "off" is
-TensorFlow's default there and runs Eigen's kernels, which TensorFlow's build fixes (AVX, the
-same on every CPU); "on" is oneDNN forced on with its AVX2 kernels. It is not a measurement of
-an AVX2 CPU, and its results say so (`isa_limits` in every process's record). TensorFlow's
-bfloat16 rewrite ignores the limit: run it in float32, as `--precision auto` does there.
+TensorFlow's default there, Eigen's kernels, whose matrix products call oneDNN's GEMM
+(TensorFlow's build: Eigen's contraction kernel is oneDNN's sgemm, which picks AVX2 or AVX-512
+code by the CPU at run time), so the limit applies to it too (the GEMM roof with oneDNN off fell
+from 121 to 74 GFLOP/s on a Sapphire Rapids); "on" is oneDNN's graph rewrite forced on, with
+its AVX2 kernels. It is not a measurement of an AVX2 CPU, and its results say so (`isa_limits`
+in every process's record). TensorFlow's bfloat16 rewrite ignores the limit: run it in float32,
+as `--precision auto` does there.
 """
 
 import json

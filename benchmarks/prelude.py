@@ -133,8 +133,8 @@ def machine() -> dict:
         "onednn": onednn(),
         "tf_enable_onednn_opts": os.environ.get("TF_ENABLE_ONEDNN_OPTS"),
         # The libraries' own limits on the instruction sets they dispatch to ("AVX2": the
-        # kernels an AVX2-only CPU runs, on any newer x86-64 CPU; `benchmarks.onednn_on_off`);
-        # Eigen's kernels are chosen when TensorFlow is built, the same on every CPU.
+        # kernels an AVX2-only CPU runs, on any newer x86-64 CPU; `benchmarks.onednn_on_off`:
+        # with oneDNN off too, as TensorFlow's Eigen matrix products call oneDNN's GEMM).
         "isa_limits": {name: os.environ.get(name) for name in ISA_LIMITS},
         "commit": commit(),
         "processor": platform.machine(),
