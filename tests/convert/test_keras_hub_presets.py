@@ -184,6 +184,7 @@ def test_load_checkpoint_reads_a_keras_hub_classifier_preset(keras_hub_classifie
     assert find_vocabulary(directory) == str(directory / "assets" / "tokenizer" / "vocabulary.spm")
 
 
+@pytest.mark.slow
 def test_exports_find_the_preset_tokenizer(keras_hub_classifier_preset, tmp_path):
     _, directory = keras_hub_classifier_preset
     path = export_checkpoint(directory, base_dir=tmp_path, name="sst2", format="tflite")

@@ -220,6 +220,7 @@ def test_missing_and_unexpected_tensors_are_listed(tmp_path):
     assert "unused tensor 'pooler_transform/bias_1'" in str(raised.value)
 
 
+@pytest.mark.slow
 def test_our_tfhub_export_reads_back(tmp_path, tokenizer, sst2_inputs):
     pretrainer = AlbertPretrainer(
         AlbertBackbone(

@@ -81,6 +81,7 @@ def our_outputs(backbone, tokenizer, sentences):
     return inputs, {k: v for k, v in all_layers(inputs, training=False).items()}
 
 
+@pytest.mark.slow
 def test_hub_keras_layers_reproduce_our_outputs_and_fine_tune(
     tmp_path, exported, backbone, tokenizer
 ):

@@ -286,6 +286,7 @@ def _best_model_labels(output_dir, texts, sequence_length):
     return [("bad", "good")[index] for index in np.asarray(logits).argmax(-1)]
 
 
+@pytest.mark.slow
 def test_from_pretraining_output_generic_csv_learns_and_predicts_with_the_best_model(tmp_path):
     """60 steps on separable reviews (sentiment words in templates) reach eval accuracy
     >= 0.9 on templates not trained on; both predictions files are the argmax of `best.keras`

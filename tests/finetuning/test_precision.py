@@ -64,6 +64,7 @@ def _task_data(task, tmp_path):
      ("squad_v2", "mixed_bfloat16"), ("race", "mixed_bfloat16"), ("ner", "mixed_bfloat16"),
      ("sst-2", "mixed_float16")],
 )  # fmt: skip
+@pytest.mark.slow
 def test_each_task_fine_tunes_in_mixed_precision(task, precision, float16_pretrainer, tmp_path):
     data = _task_data(task, tmp_path)
     output_dir = tmp_path / "run"

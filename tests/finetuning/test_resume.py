@@ -374,7 +374,8 @@ def _task_data(task: str, tmp_path: Path) -> tuple[str, dict, tuple[str, ...]]:
     return data, windows, ("predictions.json", "null_odds.json", "nbest_predictions.json")
 
 
-@pytest.mark.parametrize("task", ["ner", pytest.param("squad_v2", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("task", ["ner", "squad_v2"])
+@pytest.mark.slow
 def test_resumed_from_an_earlier_checkpoint_ends_like_the_uninterrupted_run(
     task, config_path, tmp_path
 ):

@@ -119,6 +119,7 @@ def _without_answers(data, path):
     "task, answerability",
     [("squad_v1", "null_span"), ("squad_v2", "null_span"), ("squad_v2", "answer_class")],
 )
+@pytest.mark.slow
 def test_squad_end_to_end(task, answerability, config_path, tmp_path):
     if task == "squad_v1":
         data = _squad_v1_sample(tmp_path / "squad.json")

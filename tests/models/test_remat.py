@@ -58,6 +58,7 @@ def test_the_gradients_are_those_without_remat(case, without_fusions):
 
 @pytest.mark.parametrize("jit_compile", [True, None], ids=["xla", "eager"])
 @pytest.mark.parametrize("case", ["float32", "mixed_bfloat16"])
+@pytest.mark.slow
 def test_the_gradients_are_those_without_remat_under_xla_and_eagerly(
     case, jit_compile, without_fusions
 ):

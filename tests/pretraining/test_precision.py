@@ -90,6 +90,7 @@ def test_a_float32_run_resumes_in_another_precision(tmp_path, records_and_refere
     assert json.loads((run / "run.json").read_text())["precision"] == precision
 
 
+@pytest.mark.slow
 def test_the_originals_adamw_poly_power_and_start_warmup_step(tmp_path, records_and_reference):
     records, _ = records_and_reference
     run = options(tmp_path, records, train_steps=20, log_every_steps=5,

@@ -6,6 +6,7 @@ import os
 
 import keras
 import numpy as np
+import pytest
 
 from keras_albert.finetuning.options import FinetuningOptions
 from keras_albert.tasks.multiple_choice.options import MultipleChoiceOptions
@@ -43,6 +44,7 @@ SIZES = dict(
 )
 
 
+@pytest.mark.slow
 def test_a_tiny_model_overfits_real_race_questions(tmp_path):
     # Seed before the tokenizer: seeding clears the kernel cache and its SentencePiece resource.
     # Not 0: a global seed of 0 breaks the pretraining streams' tensor op seeds later on.

@@ -54,6 +54,7 @@ def subset(path, qids):
     ],
     ids=["v1.1-null-span", "v2.0-answer-class"],
 )
+@pytest.mark.slow
 def test_overfit_questions_are_answered_exactly(path, answerability, tmp_path):
     keras.utils.set_random_seed(0)
     tokenizer = AlbertTokenizer(ALBERT_SPM)

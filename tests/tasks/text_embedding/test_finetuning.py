@@ -58,6 +58,7 @@ def _train_losses(output_dir):
         return [float(row["loss"]) for row in csv.DictReader(file)]
 
 
+@pytest.mark.slow
 def test_stsb_trains_the_cosine_loss_and_reports_spearman(config_path, tmp_path):
     output_dir = tmp_path / "run"
     options = _options(

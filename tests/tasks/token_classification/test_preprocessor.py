@@ -97,6 +97,7 @@ def test_labels_go_to_each_word_first_piece(checkpoint, sentences):
         model.preprocessor(tf.ragged.constant(words[:1]), tf.ragged.constant([ids[0][:-1]]))
 
 
+@pytest.mark.slow
 def test_fit_on_words_and_predict_as_the_saved_model(checkpoint, sentences, tmp_path):
     words, ids, labels = sentences
     model = compiled(AlbertTokenClassifier.from_preset(checkpoint))
