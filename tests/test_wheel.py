@@ -27,7 +27,9 @@ from keras_albert.commands import COMMANDS
 
 REPO = Path(__file__).resolve().parents[1]
 # What setup.cfg builds the wheel from (the package, its metadata and what they include).
-BUILD_FILES = ("setup.cfg", "pyproject.toml", "README.md", "CHANGELOG.md", "MANIFEST.in")
+BUILD_FILES = (
+    "setup.cfg", "pyproject.toml", "README.md", "CHANGELOG.md", "MANIFEST.in", "LICENSE"
+)  # fmt: skip
 
 
 def run(command: list, cwd: Path, timeout: int = 600) -> str:
@@ -77,6 +79,10 @@ def test_the_wheel_installs_and_its_command_runs_outside_the_checkout(tmp_path):
         f"keras_albert-{keras_albert.__version__}.dist-info",
     }
     assert "keras_albert/py.typed" in names and "keras_albert/commands/probe.py" in names
+    # The Apache 2.0 text setup.cfg declares, in the wheel's metadata.
+    licenses = [name for name in names if name.endswith("/LICENSE") and ".dist-info/" in name]
+    assert licenses, names
+    assert b"Apache License" in zipfile.ZipFile(wheel).read(licenses[0])
 
     venv = tmp_path / "venv"
     run([sys.executable, "-m", "venv", "--without-pip", venv], cwd=tmp_path)
