@@ -70,11 +70,22 @@ def choose_backend() -> None:
         if installed(backend):
             os.environ["KERAS_BACKEND"] = backend
             return
-    raise ImportError(
+    message = (
         "keras_albert needs a Keras backend: TensorFlow (Keras's default) is not installed, "
         'nor JAX or PyTorch. Install one (pip install "keras-albert[tensorflow]", or '
         "pip install jax) or set KERAS_BACKEND to the one that is installed."
     )
+    if running_the_command():
+        # The command's user gets the line alone, not a traceback of the package's import.
+        sys.stderr.write(f"keras-albert: {message}\n")
+        raise SystemExit(1)
+    raise ImportError(message)
+
+
+def running_the_command() -> bool:
+    """Whether this process is the installed `keras-albert` command (its script's name)."""
+    argv = getattr(sys, "argv", None) or [""]
+    return os.path.basename(argv[0]) == "keras-albert"
 
 
 # Beam's Python SDK worker, on every runner (the DirectRunner's processes, Dataflow, Flink and

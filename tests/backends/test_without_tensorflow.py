@@ -105,15 +105,24 @@ def test_fill_mask_predicts_on_texts_without_tensorflow_as_with_it(tmp_path):
     np.testing.assert_allclose(np.array(results["logits"]), expected, atol=1e-5, rtol=0)
 
 
-def import_without_a_backend_chosen(tmp_path, blocked: tuple[str, ...]):
+def import_without_a_backend_chosen(tmp_path, blocked: tuple[str, ...], command: bool = False):
     """`import keras_albert` with TensorFlow and `blocked` unimportable, no `KERAS_BACKEND` and
-    an empty Keras home: the backend it chose, or what failed."""
+    an empty Keras home: the backend it chose, or what failed. With `command`, as the installed
+    `keras-albert --help` runs (its script imports `keras_albert.commands.main`)."""
     script = (
         "import sys\n"
         f"sys.modules.update(dict.fromkeys({TENSORFLOW_MODULES + blocked!r}))\n"
         "import keras_albert, keras\n"
         "print(keras.backend.backend())\n"
     )
+    if command:
+        script = (
+            "import sys\n"
+            f"sys.modules.update(dict.fromkeys({TENSORFLOW_MODULES + blocked!r}))\n"
+            "sys.argv = ['/venv/bin/keras-albert', '--help']\n"
+            "from keras_albert.commands import main\n"
+            "sys.exit(main())\n"
+        )
     environment = {k: v for k, v in os.environ.items() if k != "KERAS_BACKEND"}
     environment.update(
         PYTHONPATH=REPOSITORY, KERAS_HOME=str(tmp_path / "keras_home"), JAX_PLATFORMS="cpu"
@@ -137,3 +146,12 @@ def test_without_any_backend_installed_the_import_says_what_to_install(tmp_path)
     assert last.startswith("ImportError: keras_albert needs a Keras backend: TensorFlow")
     assert 'pip install "keras-albert[tensorflow]"' in last and "KERAS_BACKEND" in last
     assert "No module named 'tensorflow'" not in completed.stderr
+
+
+def test_without_any_backend_installed_the_command_says_what_to_install_in_one_line(tmp_path):
+    completed = import_without_a_backend_chosen(tmp_path, ("jax", "torch"), command=True)
+    assert completed.returncode == 1
+    lines = completed.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in completed.stderr, completed.stderr[-3000:]
+    assert lines[0].startswith("keras-albert: keras_albert needs a Keras backend: TensorFlow")
+    assert 'pip install "keras-albert[tensorflow]"' in lines[0]
