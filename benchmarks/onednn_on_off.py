@@ -42,22 +42,13 @@ ROOF = (
 )
 
 
-def isa_limits(max_isa: str) -> dict[str, str]:
-    """The environment that limits oneDNN, PyTorch's kernels and MKL to `max_isa` ("AVX2")."""
-    return {
-        "ONEDNN_MAX_CPU_ISA": max_isa.upper(),
-        "ATEN_CPU_CAPABILITY": max_isa.lower(),
-        "MKL_ENABLE_INSTRUCTIONS": max_isa.upper(),
-    }
-
-
 def run_once(benchmark: str, setting: str, arguments: list[str], max_isa: str | None) -> dict:
-    """One process of `benchmark` with `TF_ENABLE_ONEDNN_OPTS=setting` (and oneDNN limited to
-    `max_isa` where given): its results JSON, and the GEMM roof measured by another process
-    right after."""
+    """One process of `benchmark` with `TF_ENABLE_ONEDNN_OPTS=setting` (and the kernels limited
+    to `max_isa` where given, `prelude.isa_limits`): its results JSON, and the GEMM roof
+    measured by another process right after."""
     environment = {**os.environ, "TF_ENABLE_ONEDNN_OPTS": setting}
     if max_isa:
-        environment.update(isa_limits(max_isa))
+        environment.update(prelude.isa_limits(max_isa))
     with tempfile.TemporaryDirectory() as directory:
         path = os.path.join(directory, "results.json")
         command = [sys.executable, "-m", f"benchmarks.{benchmark}", "--results-json", path]

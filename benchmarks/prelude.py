@@ -122,7 +122,14 @@ def commit() -> str:
     return head.stdout.strip() + ("+" if dirty else "")
 
 
-ISA_LIMITS = ("ONEDNN_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS")
+def isa_limits(max_isa: str) -> dict[str, str]:
+    """The environment that limits oneDNN (TensorFlow's and PyTorch's), PyTorch's own kernels
+    and MKL to the instruction set `max_isa` ("AVX2"); its names are what `machine()` records."""
+    return {
+        "ONEDNN_MAX_CPU_ISA": max_isa.upper(),
+        "ATEN_CPU_CAPABILITY": max_isa.lower(),
+        "MKL_ENABLE_INSTRUCTIONS": max_isa.upper(),
+    }
 
 
 def machine() -> dict:
@@ -135,7 +142,7 @@ def machine() -> dict:
         # The libraries' own limits on the instruction sets they dispatch to ("AVX2": the
         # kernels an AVX2-only CPU runs, on any newer x86-64 CPU; `benchmarks.onednn_on_off`:
         # with oneDNN off too, as TensorFlow's Eigen matrix products call oneDNN's GEMM).
-        "isa_limits": {name: os.environ.get(name) for name in ISA_LIMITS},
+        "isa_limits": {name: os.environ.get(name) for name in isa_limits("")},
         "commit": commit(),
         "processor": platform.machine(),
         "cpus": os.cpu_count(),
