@@ -16,8 +16,9 @@ from keras_albert.lazy import import_public
 # nothing but `import keras_albert`. Keras finds them by their registered names
 # (`keras_albert>MaskedLMLoss`), not by the module a file records, so files saved before a
 # module moved still load. Not in an Apache Beam SDK worker (`_startup.is_beam_worker`: the
-# pretraining data's pipeline needs neither Keras nor TensorFlow): there they are imported when
-# one of these names is first used.
+# pretraining data's pipeline needs neither Keras nor TensorFlow), nor in the `keras-albert`
+# command with no Keras backend installed (`_startup.models_deferred`): there they are imported
+# when one of these names is first used.
 _EAGER = {
     "PRESETS": "config",
     "AlbertConfig": "config",
@@ -80,7 +81,7 @@ __all__ = [
 ]
 
 
-if not _startup.is_beam_worker():  # where `_startup` imported TensorFlow (its backend)
+if not _startup.models_deferred():  # where `_startup` imported TensorFlow (its backend)
     _import_eager()
 
 __version__ = "0.1.0"

@@ -76,16 +76,39 @@ def choose_backend() -> None:
         "pip install jax) or set KERAS_BACKEND to the one that is installed."
     )
     if running_the_command():
-        # The command's user gets the line alone, not a traceback of the package's import.
-        sys.stderr.write(f"keras-albert: {message}\n")
-        raise SystemExit(1)
+        # `keras-albert --help` still lists the commands: the package imports without its
+        # models, and a command that needs Keras says this in one line (`missing_backend`).
+        global MISSING_BACKEND
+        MISSING_BACKEND = message
+        return
     raise ImportError(message)
 
 
+# Where the `keras-albert` command runs with no Keras backend installed: what to install (the
+# package then imports without its models, as in a Beam worker). None where there is one.
+MISSING_BACKEND: str | None = None
+
+
+def models_deferred() -> bool:
+    """Whether `import keras_albert` leaves its models' part to the first use of one of its
+    names: in a Beam worker, and in the command with no Keras backend installed."""
+    return is_beam_worker() or MISSING_BACKEND is not None
+
+
+def require_backend() -> None:
+    """ImportError with what to install, where no Keras backend is installed."""
+    if MISSING_BACKEND is not None:
+        raise ImportError(MISSING_BACKEND)
+
+
 def running_the_command() -> bool:
-    """Whether this process is the installed `keras-albert` command (its script's name)."""
+    """Whether this process is the `keras-albert` command: its installed script, or
+    `python -m keras_albert`."""
     argv = getattr(sys, "argv", None) or [""]
-    return os.path.basename(argv[0]) == "keras-albert"
+    if os.path.basename(argv[0]) == "keras-albert":
+        return True
+    parent, name = os.path.split(argv[0])
+    return name == "__main__.py" and os.path.basename(parent) == "keras_albert"
 
 
 # Beam's Python SDK worker, on every runner (the DirectRunner's processes, Dataflow, Flink and
@@ -103,6 +126,7 @@ def is_beam_worker() -> bool:
 
 def quiet_tensorflow_import() -> None:
     choose_backend()
+    require_backend()
     if verbose() or "tensorflow" in sys.modules:
         return
     if os.environ.get("KERAS_BACKEND", "tensorflow") != "tensorflow" or not tensorflow_installed():
@@ -130,4 +154,6 @@ def quiet_tensorflow_import() -> None:
 
 
 if not is_beam_worker():  # there `keras_albert` imports it when first needed
-    quiet_tensorflow_import()
+    choose_backend()
+    if MISSING_BACKEND is None:  # else the command runs without its models (`models_deferred`)
+        quiet_tensorflow_import()

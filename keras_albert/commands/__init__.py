@@ -25,6 +25,7 @@ import subprocess
 import sys
 import types
 
+from keras_albert import _startup
 from keras_albert.cli import run_tool, with_debug_help
 from keras_albert.lazy import (
     TensorFlowMissingError,
@@ -74,13 +75,18 @@ def _require_command(command: str) -> None:
 
 def command_module(command: str) -> types.ModuleType:
     """The module of `command` (its `build_parser` and `main`), imported. Where the command
-    needs TensorFlow and it is not installed, prints ONE line `error: …` and exits 1."""
+    needs TensorFlow and it is not installed, prints ONE line `error: …` and exits 1; so does
+    every command where no Keras backend is installed (`keras-albert --help` still lists them)."""
     _require_command(command)
     try:
+        _startup.require_backend()
         if command in TENSORFLOW_COMMANDS:
             require_tensorflow(f"{PROGRAM} {command}")
         return importlib.import_module(module_name(command))
     except ImportError as error:
+        if _startup.MISSING_BACKEND is not None:
+            print(f"{PROGRAM}: {_startup.MISSING_BACKEND}", file=sys.stderr)
+            sys.exit(1)
         if not (isinstance(error, TensorFlowMissingError) or is_tensorflow_missing(error)):
             raise
         missing = error if isinstance(error, TensorFlowMissingError) else None

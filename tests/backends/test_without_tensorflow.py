@@ -15,9 +15,11 @@ import sys
 
 import keras
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from keras_albert import AlbertBackbone
+from keras_albert.commands import COMMANDS
 from keras_albert.tasks.fill_mask.model import AlbertMaskedLM
 from keras_albert.tasks.fill_mask.preprocessor import AlbertMaskedLMPreprocessor
 from keras_albert.text.tokenizer import AlbertTokenizer
@@ -105,10 +107,12 @@ def test_fill_mask_predicts_on_texts_without_tensorflow_as_with_it(tmp_path):
     np.testing.assert_allclose(np.array(results["logits"]), expected, atol=1e-5, rtol=0)
 
 
-def import_without_a_backend_chosen(tmp_path, blocked: tuple[str, ...], command: bool = False):
+def import_without_a_backend_chosen(
+    tmp_path, blocked: tuple[str, ...], command: tuple[str, ...] = ()
+):
     """`import keras_albert` with TensorFlow and `blocked` unimportable, no `KERAS_BACKEND` and
-    an empty Keras home: the backend it chose, or what failed. With `command`, as the installed
-    `keras-albert --help` runs (its script imports `keras_albert.commands.main`)."""
+    an empty Keras home: the backend it chose, or what failed. With `command` (its arguments),
+    as the installed `keras-albert` runs (its script imports `keras_albert.commands.main`)."""
     script = (
         "import sys\n"
         f"sys.modules.update(dict.fromkeys({TENSORFLOW_MODULES + blocked!r}))\n"
@@ -119,7 +123,7 @@ def import_without_a_backend_chosen(tmp_path, blocked: tuple[str, ...], command:
         script = (
             "import sys\n"
             f"sys.modules.update(dict.fromkeys({TENSORFLOW_MODULES + blocked!r}))\n"
-            "sys.argv = ['/venv/bin/keras-albert', '--help']\n"
+            f"sys.argv = ['/venv/bin/keras-albert', *{command!r}]\n"
             "from keras_albert.commands import main\n"
             "sys.exit(main())\n"
         )
@@ -148,8 +152,20 @@ def test_without_any_backend_installed_the_import_says_what_to_install(tmp_path)
     assert "No module named 'tensorflow'" not in completed.stderr
 
 
-def test_without_any_backend_installed_the_command_says_what_to_install_in_one_line(tmp_path):
-    completed = import_without_a_backend_chosen(tmp_path, ("jax", "torch"), command=True)
+def test_without_any_backend_installed_the_command_lists_its_commands(tmp_path):
+    completed = import_without_a_backend_chosen(tmp_path, ("jax", "torch"), command=("--help",))
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert completed.stderr == ""
+    listed = [line.split()[0] for line in completed.stdout.split("commands:\n")[1].splitlines()[:9]]
+    assert listed == list(COMMANDS)
+
+
+@pytest.mark.parametrize("command", ["convert", "train-tokenizer", "export"])
+def test_without_any_backend_installed_a_command_says_what_to_install_in_one_line(
+    tmp_path, command
+):
+    arguments = (command, "--help")
+    completed = import_without_a_backend_chosen(tmp_path, ("jax", "torch"), command=arguments)
     assert completed.returncode == 1
     lines = completed.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in completed.stderr, completed.stderr[-3000:]
