@@ -138,7 +138,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.mark.parametrize("protocol", ["rest", "grpc"])
+@pytest.mark.parametrize("protocol", [pytest.param("rest", marks=pytest.mark.slow), "grpc"])
 def test_serving_client_without_a_server(protocol):
     port = free_port()
     result = run(

@@ -403,7 +403,11 @@ def test_input_sharding_by_files_reads_only_the_pipelines_own_files(tmp_path, re
         make_datasets(run, single, input_context=tf.distribute.InputContext(2, 0, 2))
 
 
-@pytest.mark.parametrize("kind", ["keras_pretrainer", "keras_backbone", "weights_h5", "hf"])
+@pytest.mark.parametrize(
+    "kind",
+    ["keras_pretrainer", pytest.param("keras_backbone", marks=pytest.mark.slow),
+     pytest.param("weights_h5", marks=pytest.mark.slow), "hf"],
+)  # fmt: skip
 def test_initialization_from_a_checkpoint(tmp_path, records, kind):
     """With one step at learning rate 0 (warmup step 0) the final weights are the initial
     ones: the checkpoint's, or, for a backbone-only checkpoint, its backbone and fresh heads."""

@@ -278,7 +278,9 @@ def test_training_dataset_repeats_shuffles_and_drops_the_remainder(albert_tokeni
     assert set(x) == {"token_ids", "segment_ids", "padding_mask"}
 
 
-@pytest.mark.parametrize("training, multiple", [(False, 8), (True, 8), (False, 1)])
+@pytest.mark.parametrize(
+    "training, multiple", [pytest.param(False, 8, marks=pytest.mark.slow), (True, 8), (False, 1)]
+)
 def test_dynamic_padding_cuts_each_batch_to_its_longest_example(
     albert_tokenizer, training, multiple
 ):
