@@ -1,0 +1,24 @@
+"""The speed benchmarks against the peers in their CPU mode (`--tiny`):
+benchmarks/encoder_forward.py with ours, keras-hub, Model Garden and Hugging Face in each
+precision, with and without XLA. Every implementation runs and the JSON holds a rate for each
+and the ratios of ours to the peers."""
+
+import pytest
+
+from tests.benchmark_runs import FAST_XLA, run_tiny
+
+FORWARD_RUNNERS = {"keras_albert", "keras_hub", "model_garden", "hf_torch"}
+
+
+@pytest.mark.slow  # ≈ 50 s each: four frameworks imported, each model traced (CI: --run-slow)
+@pytest.mark.parametrize(
+    "flags", [(), ("--precision", "mixed_bfloat16", "--jit-compile")], ids=["float32", "bf16_xla"]
+)
+def test_encoder_forward_runs_every_peer(flags, tmp_path):
+    record = run_tiny("encoder_forward", tmp_path, *flags, extra_env=FAST_XLA)
+    results = record["results"]
+    assert set(results["medians"]) == FORWARD_RUNNERS
+    assert all(rate > 0 for rate in results["medians"].values())
+    assert set(results["keras_albert_over"]) == FORWARD_RUNNERS - {"keras_albert"}
+    assert results["options"]["precision"] == ("mixed_bfloat16" if flags else "float32")
+    assert record["machine"]["versions"]["tf-models-official"] == "2.20.0"
