@@ -16,12 +16,10 @@ precision given and, with `--jit-compile`, the three TensorFlow ones under XLA:
 Prints sequences/s per implementation and the ratios of ours to each.
 """
 
-import contextlib
 import os
 
 from benchmarks import prelude  # isort: skip  (first: sets the environment)
 
-import keras_hub
 import numpy as np
 import tensorflow as tf
 import torch
@@ -30,6 +28,7 @@ import transformers
 from benchmarks import model_garden
 from benchmarks.checklist import TINY
 from benchmarks.interleaved import interleaved_rates, report
+from benchmarks.peer_models import keras_hub_backbone, torch_autocast
 from keras_albert import AlbertBackbone, AlbertConfig
 from keras_albert.config import get_preset
 
@@ -47,16 +46,7 @@ def make_runners(config: AlbertConfig, batch_size: int, sequence_length: int, pr
         "padding_mask": np.ones_like(token_ids, "int32"),
     }
     ours = AlbertBackbone.from_albert_config(config, dtype=precision)
-    hub = keras_hub.models.AlbertBackbone(
-        vocabulary_size=config.vocabulary_size,
-        num_layers=config.num_layers,
-        num_heads=config.num_heads,
-        embedding_dim=config.embedding_dim,
-        hidden_dim=config.hidden_dim,
-        intermediate_dim=config.intermediate_dim,
-        max_sequence_length=config.max_sequence_length,
-        dtype=precision,
-    )
+    hub = keras_hub_backbone(config, precision)
     garden = model_garden.albert_encoder(config, precision)
     model_garden.copy_weights(ours, garden)
     ours_fn = tf.function(lambda x: ours(x, training=False), jit_compile=jit_compile)
@@ -71,14 +61,9 @@ def make_runners(config: AlbertConfig, batch_size: int, sequence_length: int, pr
         token_type_ids=torch.zeros(token_ids.shape, dtype=torch.long),
         attention_mask=torch.ones(token_ids.shape, dtype=torch.long),
     )
-    autocast = (
-        (lambda: torch.autocast("cpu", dtype=torch.bfloat16))
-        if precision == "mixed_bfloat16"
-        else contextlib.nullcontext
-    )
 
     def run_hf():
-        with torch.no_grad(), autocast():
+        with torch.no_grad(), torch_autocast(precision):
             return hf(**hf_inputs).last_hidden_state
 
     return {

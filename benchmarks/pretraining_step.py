@@ -20,7 +20,6 @@ Dropout is off everywhere. Prints sequences/s, the ratios of ours to each peer c
 by configuration, and of our best configuration to each peer's best.
 """
 
-import contextlib
 import os
 
 from benchmarks import prelude  # isort: skip  (first: sets the environment)
@@ -36,6 +35,7 @@ from benchmarks import model_garden
 from benchmarks.batches import pretraining_batch
 from benchmarks.checklist import TINY
 from benchmarks.interleaved import interleaved_rates, report
+from benchmarks.peer_models import keras_hub_backbone, torch_autocast
 from keras_albert import AlbertBackbone, AlbertConfig, AlbertPretrainer
 from keras_albert.config import get_preset
 from keras_albert.pretraining.objective import compile_pretrainer
@@ -69,17 +69,7 @@ def model_garden_runner(config: AlbertConfig, batch, precision: str, jit_compile
 
 def keras_hub_runner(config: AlbertConfig, batch, precision: str, jit_compile: bool):
     x, mask_ids, _ = batch
-    backbone = keras_hub.models.AlbertBackbone(
-        vocabulary_size=config.vocabulary_size,
-        num_layers=config.num_layers,
-        num_heads=config.num_heads,
-        embedding_dim=config.embedding_dim,
-        hidden_dim=config.hidden_dim,
-        intermediate_dim=config.intermediate_dim,
-        max_sequence_length=config.max_sequence_length,
-        dropout=0.0,
-        dtype=precision,
-    )
+    backbone = keras_hub_backbone(config, precision)
     model = keras_hub.models.AlbertMaskedLM(backbone, preprocessor=None)
     model.compile(
         optimizer=keras.optimizers.Adam(LEARNING_RATE),
@@ -106,15 +96,10 @@ def hf_runner(config: AlbertConfig, batch, precision: str):
         labels=torch.tensor(labels),
         sentence_order_label=torch.tensor(sop_labels, dtype=torch.long),
     )
-    autocast = (
-        (lambda: torch.autocast("cpu", dtype=torch.bfloat16))
-        if precision == "mixed_bfloat16"
-        else contextlib.nullcontext
-    )
 
     def step():
         optimizer.zero_grad()
-        with autocast():
+        with torch_autocast(precision):
             loss = model(**inputs).loss
         loss.backward()
         optimizer.step()

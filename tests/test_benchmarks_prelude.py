@@ -19,7 +19,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 # Modules the scripts import; the rest of benchmarks/*.py are scripts.
 HELPERS = (
     "__init__", "prelude", "batches", "checklist", "checklist_fit", "checklist_loop", "interleaved",
-    "model_garden", "roofs",
+    "model_garden", "peer_models", "roofs",
 )  # fmt: skip
 SCRIPTS = sorted(
     path for path in (REPO_ROOT / "benchmarks").glob("*.py") if path.stem not in HELPERS
