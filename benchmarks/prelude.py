@@ -23,6 +23,7 @@ so a figure quoted in the README can be checked against the run that produced it
 
 import argparse
 import datetime
+import importlib.metadata
 import json
 import os
 import pathlib
@@ -45,9 +46,11 @@ SHARED_DATA = REPOSITORY.parent / "shared" / "data"
 
 # Libraries whose version the header and the JSON name, where the script imported them.
 LIBRARIES = (
-    "keras_albert", "tensorflow", "tensorflow_text", "keras", "keras_hub", "torch",
-    "transformers", "onnxruntime", "numpy",
+    "keras_albert", "tensorflow", "tensorflow_text", "keras", "keras_hub", "tf_keras", "official",
+    "torch", "transformers", "onnxruntime", "numpy",
 )  # fmt: skip
+# Those that set no `__version__`: named and versioned by their distribution.
+DISTRIBUTIONS = {"official": "tf-models-official"}
 # The CPU flags the header names: what decides float32 vs bfloat16 speed on a CPU.
 HEADER_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")
 
@@ -93,7 +96,11 @@ def versions() -> dict:
     """Python's version and that of each of `LIBRARIES` the script has imported."""
     found = {"python": platform.python_version()}
     for name in LIBRARIES:
-        if sys.modules.get(name) is not None:  # None: made unimportable
+        if sys.modules.get(name) is None:  # None: made unimportable
+            continue
+        if name in DISTRIBUTIONS:
+            found[DISTRIBUTIONS[name]] = importlib.metadata.version(DISTRIBUTIONS[name])
+        else:
             found[name] = getattr(sys.modules[name], "__version__", "unknown")
     return found
 

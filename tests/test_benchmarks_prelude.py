@@ -19,15 +19,15 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 # Modules the scripts import; the rest of benchmarks/*.py are scripts.
 HELPERS = (
     "__init__", "prelude", "batches", "checklist", "checklist_fit", "checklist_loop", "interleaved",
-    "roofs",
+    "model_garden", "peer_models", "roofs",
 )  # fmt: skip
 SCRIPTS = sorted(
     path for path in (REPO_ROOT / "benchmarks").glob("*.py") if path.stem not in HELPERS
 )
 # What must not load before the prelude has set the environment.
 FRAMEWORKS = (
-    "tensorflow", "tensorflow_text", "keras", "keras_hub", "torch", "transformers",
-    "keras_albert", "tools", "examples",
+    "tensorflow", "tensorflow_text", "keras", "keras_hub", "torch", "transformers", "official",
+    "tf_keras", "keras_albert", "tools", "examples",
 )  # fmt: skip
 
 

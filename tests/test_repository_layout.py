@@ -203,6 +203,7 @@ def test_the_library_and_the_tools_need_no_test_extra():
         "import-linter": "importlinter",
     }
     test_modules = {import_names.get(name, name.replace("-", "_")) for name in test_only}
+    test_modules.add("official")  # tf-models-official, which tools/run.sh installs beside it
     assert {"torch", "transformers", "keras_hub", "pytest"} <= test_modules
     found = {
         str(path.relative_to(REPO_ROOT)): sorted(used)

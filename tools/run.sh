@@ -43,6 +43,18 @@ print(' '.join(f'{name}=={v(name)}' for name in ('keras', 'jax', 'jaxlib', 'safe
   fi
   export KERAS_ALBERT_PYTHON_WITHOUT_TENSORFLOW="$PWD/$venv/bin/python"
 }
+# Model Garden (tf-models-official), the TensorFlow ALBERT the parity test and the speed
+# benchmarks compare with: its 2.20.0 pins tensorflow 2.20, so it goes in without its
+# dependencies; what it imports of them (tf-keras, gin-config, tensorflow-text) is in the test
+# extra. It uses tf_keras directly: TF_USE_LEGACY_KERAS stays unset.
+install_model_garden() {
+  local version=2.20.0
+  if [ "$(.venv/bin/python -c "from importlib.metadata import version
+print(version('tf-models-official'))" 2>/dev/null)" != "$version" ]; then
+    echo "== installing tf-models-official==$version into .venv (without its dependencies)"
+    .venv/bin/python -m pip install -q --no-deps "tf-models-official==$version"
+  fi
+}
 export KERAS_BACKEND=tensorflow TF_CPP_MIN_LOG_LEVEL=2
 
 case "$what" in
@@ -55,6 +67,7 @@ case "$what" in
     ;;
   test)
     install ".[tensorflow,test]" test
+    install_model_garden
     install_without_tensorflow
     echo "== ruff"
     .venv/bin/ruff check keras_albert tools tests benchmarks examples

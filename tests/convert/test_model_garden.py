@@ -1,13 +1,13 @@
 """TF-Hub / Kaggle encoder SavedModels into `load_checkpoint`: Model Garden's layout and ours.
 
-tf-models-official cannot be the reference here: its newest release (2.20.0) pins
-tensorflow 2.20 and would downgrade this environment's 2.21. So `model_garden_encoder` builds
-a SavedModel with Model Garden's `AlbertEncoder` variable names and shapes (EinsumDense
-attention kernels `(H, heads, head_dim)`, BertPretrainerV2's `cls/predictions` head) and its
-own forward pass, written here in plain TensorFlow (einsum attention, tanh GELU, LayerNorm
-epsilon 1e-12): the independent implementation whose outputs ours must equal (1e-5) on real
-SST-2 sentences. Every weight random, biases and LayerNorm too, so a mis-mapped tensor shows.
-Then the round trip: our own `--format tfhub` export read back.
+`model_garden_encoder` builds a SavedModel with Model Garden's `AlbertEncoder` variable names
+and shapes (EinsumDense attention kernels `(H, heads, head_dim)`, BertPretrainerV2's
+`cls/predictions` head) and its own forward pass, written here in plain TensorFlow (einsum
+attention, tanh GELU, LayerNorm epsilon 1e-12): the independent implementation whose outputs
+ours must equal (1e-5) on real SST-2 sentences. Every weight random, biases and LayerNorm too,
+so a mis-mapped tensor shows. The same for tf-models-official's own `AlbertEncoder` (2.20.0,
+on tf_keras, installed without its dependencies, which pin tensorflow 2.20) saved with the
+interface's dict of inputs. Then the round trip: our own `--format tfhub` export read back.
 """
 
 import os
@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_albert import AlbertBackbone, AlbertPretrainer, AlbertTokenizer
+from benchmarks import model_garden
+from keras_albert import AlbertBackbone, AlbertConfig, AlbertPretrainer, AlbertTokenizer
 from keras_albert.convert import detect_format, find_vocabulary, load_checkpoint
 from keras_albert.export.tfhub import export_tfhub
 from tests.text.text_data import ALBERT_MODEL, load_sst2_dev
@@ -207,6 +208,48 @@ def test_model_garden_encoder_with_mlm_loads_as_our_pretrainer(tmp_path, sst2_in
     )
     backbone = load_checkpoint(source, model="backbone")
     assert isinstance(backbone, AlbertBackbone)
+
+
+def test_tf_models_official_encoder_loads_with_its_outputs(tmp_path, sst2_inputs):
+    # tf-models-official's own AlbertEncoder (benchmarks/model_garden.py builds it), every
+    # weight random, called through the TF-Hub interface's dict of inputs.
+    config = AlbertConfig(
+        vocabulary_size=VOCABULARY, embedding_dim=EMBEDDING, hidden_dim=HIDDEN, num_heads=HEADS,
+        intermediate_dim=INTERMEDIATE, max_sequence_length=MAX_LENGTH, num_layers=NUM_LAYERS,
+    )  # fmt: skip
+    encoder = model_garden.albert_encoder(config)
+    rng = np.random.default_rng(3)
+    for variable in encoder.weights:
+        scale = 1.0 if "gamma" in variable.name else 0.0
+        variable.assign(scale + rng.normal(0, 0.3, variable.shape).astype("float32"))
+
+    def call(inputs, training=False):
+        names = ("input_word_ids", "input_mask", "input_type_ids")
+        return encoder([inputs[name] for name in names], training=training)
+
+    root = tf.train.Checkpoint()
+    root.variables = list(encoder.weights)
+    root.__call__ = tf.function(call)
+    specs = {name: tf.TensorSpec([None, None], tf.int32, name=name)
+             for name in ("input_word_ids", "input_mask", "input_type_ids")}  # fmt: skip
+    root.__call__.get_concrete_function(specs, training=False)
+    tf.saved_model.save(root, str(tmp_path / "encoder"))
+
+    backbone = load_checkpoint(str(tmp_path / "encoder"))
+    assert isinstance(backbone, AlbertBackbone)
+    assert backbone.albert_config.num_layers == NUM_LAYERS
+    expected = call(sst2_inputs)
+    actual = backbone(ours(sst2_inputs))
+    mask = sst2_inputs["input_mask"].numpy()[..., None] == 1  # compare real tokens
+    np.testing.assert_allclose(
+        actual["sequence_output"].numpy() * mask,
+        expected["sequence_output"].numpy() * mask,
+        atol=ATOL,
+        rtol=0,
+    )
+    np.testing.assert_allclose(
+        actual["pooled_output"], expected["pooled_output"], atol=ATOL, rtol=0
+    )
 
 
 def test_missing_and_unexpected_tensors_are_listed(tmp_path):
