@@ -20,6 +20,9 @@ checkpoint is chosen on the dev set the difference is measured on); the best eva
 recorded too. Beside them, each side's model before fine-tuning (mean-pooled, as the
 embedder pools) is scored on the same dev pairs. Prints one JSON line per run and a table;
 writes the raw results with `--results-json`.
+
+Measured (the command, the budget and the table): docs/guides/finetuning.md, "STS-B from the
+main job's pretraining vs from scratch".
 """
 
 import argparse
