@@ -18,6 +18,7 @@ from keras_albert.finetuning.task_choice import choose_task
 from keras_albert.tasks.classification import reader as glue
 from keras_albert.tasks.classification.metrics import compute_metrics
 from keras_albert.tasks.classification.options import ClassificationOptions
+from keras_albert.tasks.classification.preprocessor import AlbertClassifierPreprocessor
 from keras_albert.tasks.multiple_choice.options import MultipleChoiceOptions
 from keras_albert.text.tokenizer import AlbertTokenizer
 from tests.helpers import TINY, check_model_roundtrips, random_inputs, tiny_backbone
@@ -169,6 +170,34 @@ def test_every_task_end_to_end(task, tiny_config_path, tmp_path):
     assert len(history) == epochs and f"val_{spec.main_metric}" in history[0]
     assert os.listdir(output_dir / "logs" / "validation")
     assert (output_dir / "tokenizer.model").read_bytes() == open(ALBERT_MODEL, "rb").read()
+
+
+def test_the_saved_model_predicts_on_text_what_the_evaluation_computed(tiny_config_path, tmp_path):
+    """One definition of the features: `best.keras` carries the preprocessor the run packed
+    its batches with (dynamic padding here), and its `predict` on the eval file's raw sentence
+    pairs gives the scores `eval_predictions.tsv` holds, and those of the packed ids."""
+    train_data, eval_data = _task_files("STS-B", tmp_path)
+    output_dir = tmp_path / "run"
+    finetune(
+        FinetuningOptions(
+            dataset="STS-B", train_data=train_data, eval_data=eval_data,
+            output_dir=str(output_dir), config=tiny_config_path, vocabulary=ALBERT_MODEL,
+            sequence_length=24, pad_to_multiple_of=8, train_steps=2, batch_size=4,
+            num_evaluations=1, verbose=0,
+        )
+    )  # fmt: skip
+    best = keras.models.load_model(output_dir / "best.keras")
+    assert isinstance(best.preprocessor, AlbertClassifierPreprocessor)
+    assert best.preprocessor.sequence_length == 24
+    evaluation = glue.read_examples(eval_data, glue.get_task("STS-B"))
+    from_text = best.predict(tuple(evaluation.texts), batch_size=4, verbose=0)[:, 0]
+    evaluated = [float(row["prediction"]) for row in _read_predictions(
+        output_dir / "eval_predictions.tsv")]  # fmt: skip
+    np.testing.assert_allclose(from_text, evaluated, atol=1e-5)
+    tokenizer = AlbertTokenizer(ALBERT_MODEL)
+    packed = glue.make_dataset(evaluation, tokenizer, 24, batch_size=4)
+    from_ids = keras.Model.predict(best, packed, verbose=0)[:, 0]
+    np.testing.assert_allclose(from_text, from_ids, atol=1e-5)
 
 
 def test_the_run_trains_exactly_train_steps_the_last_stretch_shorter(tiny_config_path, tmp_path):
