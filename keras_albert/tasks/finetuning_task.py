@@ -47,7 +47,8 @@ class FinetuningTask(abc.ABC):
 
     Attributes:
         preprocessor: the task model's preprocessor (`preprocessor_class`) on `tokenizer`,
-            packing to `sequence_length`; `tokenizer` is its tokenizer.
+            packing to `sequence_length`; None where the task type's preprocessor cannot take
+            `tokenizer` (the model then takes token ids only).
         name: the task's name (in logs and the summary).
         main_metric: the metric (a key of `evaluate`'s result) that picks the best checkpoint.
         sequence_length: `options.sequence_length`, or the task's `default_sequence_length`.
@@ -72,14 +73,11 @@ class FinetuningTask(abc.ABC):
 
     def __init__(self, options, tokenizer):
         self.options = options
+        self.tokenizer = tokenizer
         self.sequence_length = options.sequence_length or self.default_sequence_length
         self.preprocessor = self.build_preprocessor(tokenizer)
         self.name = options.dataset
         self.main_metric = "accuracy"
-
-    @property
-    def tokenizer(self):
-        return self.preprocessor.tokenizer
 
     def build_preprocessor(self, tokenizer):
         """The preprocessor of the task's features; a task type whose preprocessor takes more

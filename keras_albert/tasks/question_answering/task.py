@@ -41,6 +41,7 @@ from keras_albert.tasks.question_answering.postprocess import (
 )
 from keras_albert.tasks.question_answering.preprocessor import AlbertQuestionAnswererPreprocessor
 from keras_albert.tasks.recipes import EpochRecipe
+from keras_albert.text.offsets import offsets_supported
 from keras_albert.text.pipeline import example_batches
 from keras_albert.training.objective import Objective
 
@@ -94,6 +95,10 @@ class QuestionAnsweringTask(FinetuningTask):
         self._training_targets = None
 
     def build_preprocessor(self, tokenizer):
+        # The preprocessor follows character offsets in the graph, which some SentencePiece
+        # vocabularies do not allow; the task's windows (in Python) take any.
+        if not offsets_supported(tokenizer):
+            return None
         return self.preprocessor_class(
             tokenizer,
             sequence_length=self.sequence_length,
