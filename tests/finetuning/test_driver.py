@@ -19,6 +19,7 @@ from keras_albert.tasks.classification import reader as glue
 from keras_albert.tasks.classification.metrics import compute_metrics
 from keras_albert.tasks.classification.options import ClassificationOptions
 from keras_albert.tasks.classification.preprocessor import AlbertClassifierPreprocessor
+from keras_albert.tasks.finetuning_task import predict_packed
 from keras_albert.tasks.multiple_choice.options import MultipleChoiceOptions
 from keras_albert.text.tokenizer import AlbertTokenizer
 from tests.helpers import TINY, check_model_roundtrips, random_inputs, tiny_backbone
@@ -196,7 +197,7 @@ def test_the_saved_model_predicts_on_text_what_the_evaluation_computed(tiny_conf
     np.testing.assert_allclose(from_text, evaluated, atol=1e-5)
     tokenizer = AlbertTokenizer(ALBERT_MODEL)
     packed = glue.make_dataset(evaluation, tokenizer, 24, batch_size=4)
-    from_ids = keras.Model.predict(best, packed, verbose=0)[:, 0]
+    from_ids = predict_packed(best, packed, verbose=0)[:, 0]
     np.testing.assert_allclose(from_text, from_ids, atol=1e-5)
 
 
@@ -304,7 +305,8 @@ def _best_model_labels(output_dir, texts, sequence_length):
         token_ids[row, : len(row_ids)] = row_ids
         padding_mask[row, : len(row_ids)] = 1
     best = keras.models.load_model(output_dir / "best.keras")
-    logits = best.predict(
+    logits = predict_packed(  # token ids: not through the preprocessor it carries
+        best,
         {
             "token_ids": token_ids,
             "segment_ids": np.zeros_like(token_ids),
