@@ -57,10 +57,10 @@ def _import_eager() -> None:
             | set(_TASK_LAZY)
         )
     )
-    # Registered with Keras where TensorFlow (which they need) is installed: a saved model that
-    # carries its preprocessor (a fine-tuning run's best.keras) then loads with
+    # Registered with Keras where TensorFlow Text (which they need) is installed: a saved model
+    # that carries its preprocessor (a fine-tuning run's best.keras) then loads with
     # `keras.models.load_model` too.
-    if _startup.tensorflow_installed():
+    if _startup.installed("tensorflow_text"):
         for name, module in _TASK_LAZY.items():
             import_public(__name__, module, name)
 
