@@ -57,6 +57,12 @@ def _import_eager() -> None:
             | set(_TASK_LAZY)
         )
     )
+    # Registered with Keras where TensorFlow Text (which they need) is installed: a saved model
+    # that carries its preprocessor (a fine-tuning run's best.keras) then loads with
+    # `keras.models.load_model` too.
+    if _startup.installed("tensorflow_text"):
+        for name, module in _TASK_LAZY.items():
+            import_public(__name__, module, name)
 
 
 # The task types' preprocessors: class name → module, from `TASK_TYPES` (`_import_eager`).

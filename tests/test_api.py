@@ -8,7 +8,7 @@ import sys
 import numpy as np
 
 import keras_albert
-from tests.helpers import random_inputs, tiny_config
+from tests.helpers import random_inputs, tiny_backbone, tiny_config
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 PUBLIC = (
@@ -164,3 +164,21 @@ def test_a_beam_worker_imports_the_data_path_without_keras_and_the_rest_when_use
     lines = fresh_python(code)
     assert lines[0] == "[]"
     assert lines[1] == "keras_albert.tasks.classification.model True keras_albert.training.lamb"
+
+
+def test_a_model_saved_with_its_preprocessor_loads_after_import_keras_albert(tmp_path):
+    # A fine-tuning run's best.keras carries its preprocessor: `keras.models.load_model` finds
+    # the class by its registered name, which `import keras_albert` registers.
+    from keras_albert import AlbertClassifier, AlbertClassifierPreprocessor, AlbertTokenizer
+
+    tokenizer = AlbertTokenizer(str(REPO / "tests" / "data" / "30k-clean.model"))
+    backbone = tiny_backbone(vocabulary_size=30000)
+    preprocessor = AlbertClassifierPreprocessor(tokenizer, sequence_length=8)
+    path = tmp_path / "model.keras"
+    AlbertClassifier(backbone, num_classes=2, preprocessor=preprocessor).save(path)
+    code = (
+        "import keras, keras_albert\n"
+        f"model = keras.models.load_model({str(path)!r}, compile=False)\n"
+        "print(type(model.preprocessor).__name__, model.preprocessor.sequence_length)\n"
+    )
+    assert fresh_python(code)[-1] == "AlbertClassifierPreprocessor 8"

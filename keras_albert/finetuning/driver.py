@@ -6,7 +6,9 @@ NER, text embedding: `keras_albert.tasks.registry`) through the one training loo
 `keras_albert.finetuning.task_choice`), builds the task model on the backbone of our pretraining
 output, a converted checkpoint or (from scratch) a config, trains with AdamW and ALBERT's warmup +
 linear decay, evaluates the task's official metrics after every stretch of steps, keeps the best
-checkpoint and writes the best checkpoint's predictions.
+checkpoint and writes the best checkpoint's predictions. The task's batches are packed by the
+task's preprocessor (`FinetuningTask.preprocessor`), which the model carries, so that the saved
+model takes raw text and computes the features it was trained and evaluated on.
 
 Every strategy `build_strategy` makes (one device, Mirrored, MultiWorkerMirrored, TPU) runs the
 same loop: the task's global batches are split among the replicas (`loop.replica_share`), the
@@ -23,7 +25,8 @@ What `output_dir` holds:
     run.json                 the options that fix the run (a resume must match them; runs
                              before this layout wrote checkpoints/run.json, still read)
     run.lock                 while a run holds the directory (one run at a time)
-    best.keras               the task model with the best main metric so far
+    best.keras               the task model with the best main metric so far, carrying the
+                             preprocessor its batches were packed with (`predict` on text)
     history.csv              one row per evaluation: step, train loss/metrics (means over the
                              stretch of steps before it) and the official metrics (`val_`)
     logs/train, logs/validation   TensorBoard, over the optimizer step
@@ -73,11 +76,12 @@ import warnings
 import keras
 import tensorflow as tf
 
-from keras_albert.convert import load_checkpoint, require_vocabulary, resolve_normalization
+from keras_albert.convert import require_vocabulary, resolve_normalization
 from keras_albert.finetuning.elastic_depth import elastic_replica_fn
 from keras_albert.finetuning.options import FinetuningOptions
 from keras_albert.finetuning.stretches import Plan, train_in_stretches
 from keras_albert.finetuning.task_choice import choose_task, make_task
+from keras_albert.models.backbone import AlbertBackbone
 from keras_albert.models.lora import parameter_counts
 from keras_albert.tasks.recipes import epoch_plan, resolve_recipe
 from keras_albert.text.normalization import changed_normalization
@@ -257,7 +261,7 @@ def _build_model(options: FinetuningOptions, strategy, run: _CheckedRun, plan: P
     with strategy.scope():
         # `init_checkpoint`'s backbone (any head dropped), or a fresh one of the architecture.
         source = options.init_checkpoint or options.preset or options.config
-        backbone = load_checkpoint(source, model="backbone").with_dtype_policy(run.policy)
+        backbone = AlbertBackbone.from_preset(source).with_dtype_policy(run.policy)
         backbone = backbone.with_remat(options.remat)
         config = backbone.albert_config
         if config.vocabulary_size != run.tokenizer.vocabulary_size:
@@ -273,6 +277,10 @@ def _build_model(options: FinetuningOptions, strategy, run: _CheckedRun, plan: P
                 f"{plan.task.sequence_length}"
             )
         model = plan.task.build_model(backbone)
+        # The features' one definition: the task's datasets pack through this preprocessor
+        # (the training loop and the evaluations call the model on them), and `best.keras`
+        # carries it, so that its `predict` on raw inputs computes the features evaluated.
+        model.preprocessor = plan.task.preprocessor
         if options.lora_rank is not None:
             model.backbone.enable_lora(options.lora_rank, options.lora_target_layer_names)
         inner = build_optimizer(

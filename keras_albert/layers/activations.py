@@ -20,6 +20,8 @@ def gelu_approximate(x):
     layer pass.
 
     Example:
+    >>> from keras import ops
+    >>> from keras_albert.layers.activations import gelu_approximate
     >>> round(float(gelu_approximate(ops.convert_to_tensor(1.0))), 6)
     0.841192
     """

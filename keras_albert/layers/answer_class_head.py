@@ -43,10 +43,12 @@ class AnswerClassHead(keras.layers.Layer):
         layer_norm_epsilon: float, of the end branch's LayerNorm (TF1 contrib's 1e-12).
 
     Example:
+    >>> import numpy as np
+    >>> from keras_albert.layers.answer_class_head import AnswerClassHead
     >>> head = AnswerClassHead(hidden_dim=8)
     >>> segment_ids = np.array([[0, 0, 0, 1, 1, 1, 1, 1, 1, 0]] * 2)
     >>> outputs = head(np.random.rand(2, 10, 8), segment_ids, segment_ids[:, ::-1] * 0 + 1)
-    >>> outputs["end_top_index"].shape
+    >>> tuple(outputs["end_top_index"].shape)
     (2, 25)
 
     Reference: Lan et al., 2020, arXiv:1909.11942; google-research/albert `squad_utils.py`.

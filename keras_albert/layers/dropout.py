@@ -34,8 +34,11 @@ class ReplicaDropout(keras.layers.Dropout):
             shares a mask along an axis).
 
     Example:
+    >>> import keras
+    >>> import numpy as np
+    >>> from keras_albert.layers.dropout import ReplicaDropout
     >>> layer = ReplicaDropout(0.5, seed=1)
-    >>> layer(np.ones((2, 3)), training=False).tolist()
+    >>> keras.ops.convert_to_numpy(layer(np.ones((2, 3)), training=False)).tolist()
     [[1.0, 1.0, 1.0], [1.0, 1.0, 1.0]]
     """
 

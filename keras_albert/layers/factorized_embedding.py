@@ -28,9 +28,11 @@ class FactorizedEmbedding(keras.layers.Layer):
         initializer_range: float, stddev of the truncated-normal initializer.
 
     Example:
+    >>> from keras import ops
+    >>> from keras_albert.layers.factorized_embedding import FactorizedEmbedding
     >>> layer = FactorizedEmbedding(vocabulary_size=10, embedding_dim=4, hidden_dim=8,
     ...                             max_sequence_length=6)
-    >>> layer(ops.ones((2, 5), "int32"), ops.zeros((2, 5), "int32")).shape
+    >>> tuple(layer(ops.ones((2, 5), "int32"), ops.zeros((2, 5), "int32")).shape)
     (2, 5, 8)
     """
 

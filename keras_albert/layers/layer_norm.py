@@ -77,7 +77,9 @@ class LayerNorm(keras.layers.LayerNormalization):
     TensorFlow's).
 
     Example:
-    >>> LayerNorm(epsilon=1e-12)(ops.ones((1, 3, 8))).shape
+    >>> from keras import ops
+    >>> from keras_albert.layers.layer_norm import LayerNorm
+    >>> tuple(LayerNorm(epsilon=1e-12)(ops.ones((1, 3, 8))).shape)
     (1, 3, 8)
     """
 

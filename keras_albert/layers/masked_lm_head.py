@@ -28,9 +28,11 @@ class MaskedLMHead(keras.layers.Layer):
         initializer_range: float, stddev of the truncated-normal kernel initializer.
 
     Example:
+    >>> import keras
+    >>> from keras_albert.layers.masked_lm_head import MaskedLMHead
     >>> table = keras.layers.Embedding(10, 4); table.build((None,))
     >>> head = MaskedLMHead(table, embedding_dim=4)
-    >>> head(keras.ops.ones((2, 5, 8)), keras.ops.zeros((2, 3), "int32")).shape
+    >>> tuple(head(keras.ops.ones((2, 5, 8)), keras.ops.zeros((2, 3), "int32")).shape)
     (2, 3, 10)
     """
 

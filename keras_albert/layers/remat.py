@@ -33,6 +33,7 @@ class Rematerialized(keras.layers.Layer):
     "list_of_layers" naming it), with the same gradients, dropout included, on every backend.
 
     Example:
+    >>> import keras
     >>> from keras_albert.layers import TransformerEncoder
     >>> with keras.RematScope(mode="list_of_layers", layer_names=["block"]):
     ...     block = TransformerEncoder(num_heads=2, intermediate_dim=16, name="block")

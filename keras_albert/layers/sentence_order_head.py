@@ -17,7 +17,9 @@ class SentenceOrderHead(keras.layers.Layer):
         initializer_range: float, stddev of the truncated-normal kernel initializer.
 
     Example:
-    >>> SentenceOrderHead()(keras.ops.ones((2, 8))).shape
+    >>> import keras
+    >>> from keras_albert.layers.sentence_order_head import SentenceOrderHead
+    >>> tuple(SentenceOrderHead()(keras.ops.ones((2, 8))).shape)
     (2, 2)
     """
 

@@ -55,7 +55,9 @@ class SelfAttention(Rematerialized):
         initializer_range: float, stddev of the truncated-normal kernel initializer.
 
     Example:
-    >>> SelfAttention(num_heads=2)(ops.ones((1, 3, 8)), ops.ones((1, 3), "int32")).shape
+    >>> from keras import ops
+    >>> from keras_albert.layers.transformer_encoder import SelfAttention
+    >>> tuple(SelfAttention(num_heads=2)(ops.ones((1, 3, 8)), ops.ones((1, 3), "int32")).shape)
     (1, 3, 8)
     """
 
@@ -183,7 +185,9 @@ class FeedForward(Rematerialized):
         initializer_range: float, stddev of the truncated-normal kernel initializer.
 
     Example:
-    >>> FeedForward(intermediate_dim=16)(ops.ones((1, 3, 8))).shape
+    >>> from keras import ops
+    >>> from keras_albert.layers.transformer_encoder import FeedForward
+    >>> tuple(FeedForward(intermediate_dim=16)(ops.ones((1, 3, 8))).shape)
     (1, 3, 8)
     """
 
@@ -262,8 +266,10 @@ class TransformerEncoder(Rematerialized):
         initializer_range: float, stddev of the truncated-normal kernel initializer.
 
     Example:
+    >>> from keras import ops
+    >>> from keras_albert.layers.transformer_encoder import TransformerEncoder
     >>> block = TransformerEncoder(num_heads=2, intermediate_dim=16)
-    >>> block(ops.ones((1, 3, 8)), ops.ones((1, 3), "int32")).shape
+    >>> tuple(block(ops.ones((1, 3, 8)), ops.ones((1, 3), "int32")).shape)
     (1, 3, 8)
     """
 

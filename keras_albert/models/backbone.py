@@ -85,12 +85,14 @@ class AlbertBackbone(FunctionalModel):
         dtype: a dtype or `keras.DTypePolicy` for the whole model.
 
     Example:
+    >>> import numpy as np
+    >>> from keras_albert import AlbertBackbone
     >>> backbone = AlbertBackbone(vocabulary_size=64, embedding_dim=8, hidden_dim=16,
     ...                           intermediate_dim=32, num_layers=3, num_heads=2)
     >>> ids = np.array([[2, 10, 11, 3, 0]])
     >>> outputs = backbone({"token_ids": ids, "segment_ids": np.zeros_like(ids),
     ...                     "padding_mask": (ids != 0).astype("int32")})
-    >>> outputs["pooled_output"].shape
+    >>> tuple(outputs["pooled_output"].shape)
     (1, 16)
     """
 

@@ -24,6 +24,9 @@ def merged_lora(model: keras.Model) -> keras.Model:
     if not has_lora(model):
         return model
     copy = type(model).from_config(model.get_config())
+    if getattr(model, "preprocessor", None) is not None:
+        # From a config, a preprocessor has no tokenizer (it comes with a file's assets).
+        copy.preprocessor = model.preprocessor
     with tempfile.TemporaryDirectory() as directory:
         path = os.path.join(directory, "merged.weights.h5")
         model.save_weights(path)

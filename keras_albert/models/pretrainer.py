@@ -20,6 +20,8 @@ class AlbertPretrainer(AlbertTask):
         backbone: an `AlbertBackbone`.
 
     Example:
+    >>> import numpy as np
+    >>> from keras_albert import AlbertBackbone, AlbertPretrainer
     >>> backbone = AlbertBackbone(vocabulary_size=64, embedding_dim=8, hidden_dim=16,
     ...                           intermediate_dim=32, num_layers=2, num_heads=2)
     >>> pretrainer = AlbertPretrainer(backbone)
@@ -27,7 +29,7 @@ class AlbertPretrainer(AlbertTask):
     >>> out = pretrainer({"token_ids": ids, "segment_ids": np.zeros_like(ids),
     ...                   "padding_mask": (ids != 0).astype("int32"),
     ...                   "mask_positions": np.array([[2]])})
-    >>> out["mlm_logits"].shape, out["sop_logits"].shape
+    >>> tuple(out["mlm_logits"].shape), tuple(out["sop_logits"].shape)
     ((1, 1, 64), (1, 2))
     """
 

@@ -40,6 +40,8 @@ class MaskedLMLoss(keras.losses.Loss):
 
     Example:
 
+    >>> import numpy as np
+    >>> from keras_albert.pretraining.losses import MaskedLMLoss
     >>> loss = MaskedLMLoss()
     >>> labels = np.array([[1, 0]])
     >>> logits = np.array([[[0.0, 0.0], [5.0, -5.0]]])

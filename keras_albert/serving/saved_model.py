@@ -158,13 +158,16 @@ class AlbertServingModule(tf.Module):
             "all" only); default: the trained depth.
 
     Example:
+    >>> import tensorflow as tf
+    >>> from keras_albert import AlbertBackbone, AlbertTokenizer
+    >>> from keras_albert.serving.saved_model import AlbertServingModule
     >>> tokenizer = AlbertTokenizer("tests/data/30k-clean.model")
     >>> backbone = AlbertBackbone(vocabulary_size=30000, embedding_dim=8, hidden_dim=16,
     ...                           intermediate_dim=32, num_layers=2, num_heads=2)
     >>> module = AlbertServingModule(backbone, tokenizer)
-    >>> module.endpoints["serving_default"](text=tf.constant(["a fine film"]))[
-    ...     "pooled_output"].shape
-    TensorShape([1, 16])
+    >>> outputs = module.endpoints["serving_default"](text=tf.constant(["a fine film"]))
+    >>> tuple(outputs["pooled_output"].shape)
+    (1, 16)
     >>> path = module.save("/tmp/albert_base/1")
     """
 

@@ -2,6 +2,7 @@
 it: each task type that trains (`keras_albert.tasks.registry`) implements `FinetuningTask`.
 
     task = TaskClass(options, tokenizer)        # reads the train / eval (/ test) files
+    task.preprocessor                            # the features: raw inputs to the model's
     recipe = task.recipe()                       # default hyperparameters, before --scale
     model = task.build_model(backbone)           # a fresh head on the initial backbone
     objective = task.objective(model)            # loss, loss weights, train metrics
@@ -12,6 +13,11 @@ it: each task type that trains (`keras_albert.tasks.registry`) implements `Finet
     task.evaluate(best, batch_size, output_dir)  # the same, and the predictions files written
 
 `evaluate` returns the same keys at every call (history.csv has one column per key).
+
+One definition of the features: the task's datasets tokenize and pack through
+`task.preprocessor` (its tokenizer and packer), the task model's preprocessor, which the driver
+saves with the model (`best.keras`); that model's `predict` on raw inputs computes the features
+the evaluation computed.
 """
 
 from __future__ import annotations
@@ -40,6 +46,9 @@ class FinetuningTask(abc.ABC):
         tokenizer: an `AlbertTokenizer`.
 
     Attributes:
+        preprocessor: the task model's preprocessor (`preprocessor_class`) on `tokenizer`,
+            packing to `sequence_length`; None where the task type's preprocessor cannot take
+            `tokenizer` (the model then takes token ids only).
         name: the task's name (in logs and the summary).
         main_metric: the metric (a key of `evaluate`'s result) that picks the best checkpoint.
         sequence_length: `options.sequence_length`, or the task's `default_sequence_length`.
@@ -51,6 +60,8 @@ class FinetuningTask(abc.ABC):
     """
 
     default_sequence_length: int = 512
+    # The task type's `TokenizerPreprocessor` subclass (the head model's preprocessor).
+    preprocessor_class: type
     # Whether `options.pad_to_multiple_of` (dynamic padding) applies to the task's batches.
     dynamic_padding: bool = False
     test = None
@@ -64,8 +75,14 @@ class FinetuningTask(abc.ABC):
         self.options = options
         self.tokenizer = tokenizer
         self.sequence_length = options.sequence_length or self.default_sequence_length
+        self.preprocessor = self.build_preprocessor(tokenizer)
         self.name = options.dataset
         self.main_metric = "accuracy"
+
+    def build_preprocessor(self, tokenizer):
+        """The preprocessor of the task's features; a task type whose preprocessor takes more
+        of its options (a question's length) passes them."""
+        return self.preprocessor_class(tokenizer, sequence_length=self.sequence_length)
 
     @property
     def num_train(self) -> int:
@@ -120,3 +137,10 @@ class FinetuningTask(abc.ABC):
             "num_eval_examples": self.num_eval,
             "num_test_examples": self.num_test,
         }
+
+
+def predict_packed(model: keras.Model, inputs, **kwargs):
+    """`model.predict` on the model's own inputs (token ids, as the task's datasets pack them
+    through `FinetuningTask.preprocessor`), whether or not `model` carries the preprocessor
+    (with one, `model.predict` takes raw inputs)."""
+    return keras.Model.predict(model, inputs, **kwargs)

@@ -73,6 +73,8 @@ class AlbertPacker(keras.layers.Layer):
         pad_id: id of `<pad>`.
 
     Example:
+    >>> import tensorflow as tf
+    >>> from keras_albert import AlbertPacker
     >>> packer = AlbertPacker(sequence_length=8, cls_id=2, sep_id=3, pad_id=0)
     >>> first = tf.ragged.constant([[10, 11, 12]])
     >>> second = tf.ragged.constant([[20, 21]])

@@ -114,6 +114,7 @@ class PythonTokenizer:
     `AlbertTokenizer`'s, but `name`.
 
     Example:
+    >>> from keras_albert.text.python_tokenizer import PythonTokenizer, read_vocabulary_file
     >>> tokenizer = PythonTokenizer(read_vocabulary_file("tests/data/30k-clean.model"))
     >>> tokenizer.encode("I was born in 92000, and this is falsé.")
     [31, 23, 386, 19, 561, 3050, 15, 17, 48, 25, 4997, 9]

@@ -78,6 +78,8 @@ class AlbertTokenizer(PythonTokenizer, tf.Module):
             anything else a SentencePiece model.
 
     Example:
+    >>> import tensorflow as tf
+    >>> from keras_albert import AlbertTokenizer
     >>> tokenizer = AlbertTokenizer("tests/data/30k-clean.model")
     >>> tokenizer.encode("I was born in 92000, and this is falsé.")
     [31, 23, 386, 19, 561, 3050, 15, 17, 48, 25, 4997, 9]

@@ -73,7 +73,9 @@ class Lamb(SummedGradientClipping, keras.optimizers.Optimizer):
 
     Example:
 
+    >>> import keras
     >>> import numpy as np
+    >>> from keras_albert.training.lamb import Lamb
     >>> model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
     >>> model.compile(optimizer=Lamb(learning_rate=1e-3), loss="mse")
     >>> history = model.fit(np.ones((8, 4)), np.zeros((8, 2)), verbose=0)

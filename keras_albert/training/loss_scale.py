@@ -34,7 +34,10 @@ class DynamicLossScale(keras.optimizers.LossScaleOptimizer):
 
     Example:
 
+    >>> import keras
+    >>> import tensorflow as tf
     >>> from keras_albert.training.clipping import AdamW
+    >>> from keras_albert.training.loss_scale import DynamicLossScale
     >>> optimizer = DynamicLossScale(AdamW(1e-3), initial_scale=8.0, dynamic_growth_steps=2)
     >>> variable = keras.Variable([1.0, 2.0])
     >>> optimizer.build([variable])

@@ -37,6 +37,7 @@ class StepProgress:
     Example:
 
     >>> import io
+    >>> from keras_albert.training.progress import StepProgress
     >>> out = io.StringIO()
     >>> ticks = iter([0.0, 10.0, 20.0])
     >>> progress = StepProgress(100, names=("loss",), stream=out, clock=lambda: next(ticks))
@@ -44,7 +45,7 @@ class StepProgress:
     >>> progress.on_log(10, {"loss": 2.5})
     >>> progress.on_log(20, {"loss": 2.25})
     >>> print(out.getvalue().strip().splitlines()[-1])
-    step 20/100 · 1.0 steps/s · 1m 20s left · loss 2.250
+    step 20/100 · 1 steps/s · 1m 20s left · loss 2.250
     """
 
     def __init__(

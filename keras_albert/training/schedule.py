@@ -47,6 +47,7 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
 
     Example:
 
+    >>> from keras_albert.training.schedule import WarmupPolynomialDecay
     >>> schedule = WarmupPolynomialDecay(1e-3, warmup_steps=10, total_steps=100)
     >>> round(float(schedule(5)), 6)  # halfway through the warmup
     0.0005

@@ -62,6 +62,7 @@ def build_strategy(
 
     Example:
 
+    >>> from keras_albert.training.strategy import build_strategy
     >>> strategy = build_strategy("cpu")
     >>> strategy.num_replicas_in_sync
     1
@@ -127,6 +128,7 @@ def choose_precision_policy(
 
     Example:
 
+    >>> from keras_albert.training.strategy import choose_precision_policy
     >>> choose_precision_policy("gpu")
     'mixed_float16'
     >>> choose_precision_policy("gpu", "auto")

@@ -22,6 +22,7 @@ from tensorflow_serving.apis import prediction_log_pb2
 from keras_albert import AlbertBackbone, AlbertConfig
 from keras_albert.export import export_checkpoint
 from keras_albert.serving import requests as serving_requests
+from keras_albert.tasks.finetuning_task import predict_packed
 from keras_albert.tasks.question_answering.features import read_squad_examples, squad_features
 from keras_albert.tasks.question_answering.model import AlbertQuestionAnswerer
 from keras_albert.tasks.question_answering.postprocess import decode_null_span
@@ -185,7 +186,8 @@ def python_answers(model, tokenizer, examples):
         name: np.stack([getattr(f, name) for f in features])
         for name in ("token_ids", "segment_ids", "padding_mask")
     }
-    outputs = model.predict(inputs, batch_size=64, verbose=0)
+    # Token ids in: `best.keras` carries its preprocessor, whose `predict` takes text.
+    outputs = predict_packed(model, inputs, batch_size=64, verbose=0)
     return decode_null_span(
         features, outputs["start_logits"], outputs["end_logits"], version_2=False
     )

@@ -18,6 +18,8 @@ from keras_albert.finetuning.task_choice import choose_task
 from keras_albert.tasks.classification import reader as glue
 from keras_albert.tasks.classification.metrics import compute_metrics
 from keras_albert.tasks.classification.options import ClassificationOptions
+from keras_albert.tasks.classification.preprocessor import AlbertClassifierPreprocessor
+from keras_albert.tasks.finetuning_task import predict_packed
 from keras_albert.tasks.multiple_choice.options import MultipleChoiceOptions
 from keras_albert.text.tokenizer import AlbertTokenizer
 from tests.helpers import TINY, check_model_roundtrips, random_inputs, tiny_backbone
@@ -171,6 +173,34 @@ def test_every_task_end_to_end(task, tiny_config_path, tmp_path):
     assert (output_dir / "tokenizer.model").read_bytes() == open(ALBERT_MODEL, "rb").read()
 
 
+def test_the_saved_model_predicts_on_text_what_the_evaluation_computed(tiny_config_path, tmp_path):
+    """One definition of the features: `best.keras` carries the preprocessor the run packed
+    its batches with (dynamic padding here), and its `predict` on the eval file's raw sentence
+    pairs gives the scores `eval_predictions.tsv` holds, and those of the packed ids."""
+    train_data, eval_data = _task_files("STS-B", tmp_path)
+    output_dir = tmp_path / "run"
+    finetune(
+        FinetuningOptions(
+            dataset="STS-B", train_data=train_data, eval_data=eval_data,
+            output_dir=str(output_dir), config=tiny_config_path, vocabulary=ALBERT_MODEL,
+            sequence_length=24, pad_to_multiple_of=8, train_steps=2, batch_size=4,
+            num_evaluations=1, verbose=0,
+        )
+    )  # fmt: skip
+    best = keras.models.load_model(output_dir / "best.keras")
+    assert isinstance(best.preprocessor, AlbertClassifierPreprocessor)
+    assert best.preprocessor.sequence_length == 24
+    evaluation = glue.read_examples(eval_data, glue.get_task("STS-B"))
+    from_text = best.predict(tuple(evaluation.texts), batch_size=4, verbose=0)[:, 0]
+    evaluated = [float(row["prediction"]) for row in _read_predictions(
+        output_dir / "eval_predictions.tsv")]  # fmt: skip
+    np.testing.assert_allclose(from_text, evaluated, atol=1e-5)
+    tokenizer = AlbertTokenizer(ALBERT_MODEL)
+    packed = glue.make_dataset(evaluation, tokenizer, 24, batch_size=4)
+    from_ids = predict_packed(best, packed, verbose=0)[:, 0]
+    np.testing.assert_allclose(from_text, from_ids, atol=1e-5)
+
+
 def test_the_run_trains_exactly_train_steps_the_last_stretch_shorter(tiny_config_path, tmp_path):
     """10 steps, 3 evaluations: after steps 4, 8 and 10 (stretches of ceil(10 / 3), the last
     shorter), not 12; the schedule, the history and the last checkpoint end at step 10."""
@@ -275,7 +305,8 @@ def _best_model_labels(output_dir, texts, sequence_length):
         token_ids[row, : len(row_ids)] = row_ids
         padding_mask[row, : len(row_ids)] = 1
     best = keras.models.load_model(output_dir / "best.keras")
-    logits = best.predict(
+    logits = predict_packed(  # token ids: not through the preprocessor it carries
+        best,
         {
             "token_ids": token_ids,
             "segment_ids": np.zeros_like(token_ids),

@@ -23,12 +23,14 @@ class AlbertClassifier(AlbertTask):
         initializer_range: float, stddev of the truncated-normal kernel initializer.
 
     Example:
+    >>> import numpy as np
+    >>> from keras_albert import AlbertBackbone, AlbertClassifier
     >>> backbone = AlbertBackbone(vocabulary_size=64, embedding_dim=8, hidden_dim=16,
     ...                           intermediate_dim=32, num_layers=2, num_heads=2)
     >>> classifier = AlbertClassifier(backbone, num_classes=3)
     >>> ids = np.array([[2, 10, 3, 0]])
-    >>> classifier({"token_ids": ids, "segment_ids": np.zeros_like(ids),
-    ...             "padding_mask": (ids != 0).astype("int32")}).shape
+    >>> tuple(classifier({"token_ids": ids, "segment_ids": np.zeros_like(ids),
+    ...                   "padding_mask": (ids != 0).astype("int32")}).shape)
     (1, 3)
     """
 

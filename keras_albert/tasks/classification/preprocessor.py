@@ -21,6 +21,8 @@ class AlbertClassifierPreprocessor(TokenizerPreprocessor):
         sequence_length: the packed length.
 
     Example:
+    >>> import tensorflow as tf
+    >>> from keras_albert import AlbertClassifierPreprocessor, AlbertTokenizer
     >>> tokenizer = AlbertTokenizer("tests/data/30k-clean.model")
     >>> preprocessor = AlbertClassifierPreprocessor(tokenizer, sequence_length=8)
     >>> preprocessor(tf.constant(["a fine film"]))["token_ids"].numpy().tolist()

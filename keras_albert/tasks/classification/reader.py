@@ -5,7 +5,7 @@ hold the text(s) and the label, the label list (or regression) and the official 
 `read_examples(path, task)` reads a task file in any of the layouts the task knows (first one
 whose columns the header has), checks every row and raises `DataFormatError` naming the file and
 line of the first bad one (or, with `skip_invalid=True`, skips bad rows and counts them).
-`make_dataset` tokenizes and packs in the graph.
+`make_dataset` tokenizes and packs in the graph, through the classifier's preprocessor.
 
 Layouts known (column names as in the files):
 - GLUE TSV (read as the original `run_classifier._read_tsv`: tab-separated, no quoting);
@@ -27,6 +27,8 @@ import os
 import numpy as np
 import tensorflow as tf
 from tqdm.auto import tqdm
+
+from keras_albert.tasks.classification.preprocessor import AlbertClassifierPreprocessor
 
 # The task table lives in glue_tasks; its names are re-exported here (one import for users).
 from keras_albert.tasks.classification.specs import (  # noqa: F401
@@ -253,9 +255,38 @@ def make_dataset(
     pad_to_multiple_of: int | None = None,
     group_by_length: bool = False,
 ) -> tf.data.Dataset:
-    """Batches of `({"token_ids", "segment_ids", "padding_mask"}, label)` from `examples`.
+    """Batches of `({"token_ids", "segment_ids", "padding_mask"}, label)` from `examples`,
+    packed to `sequence_length` by an `AlbertClassifierPreprocessor` on `tokenizer`
+    (`make_preprocessed_dataset`, whose arguments the others are)."""
+    return make_preprocessed_dataset(
+        examples,
+        AlbertClassifierPreprocessor(tokenizer, sequence_length),
+        batch_size,
+        training=training,
+        seed=seed,
+        input_context=input_context,
+        in_memory=in_memory,
+        pad_to_multiple_of=pad_to_multiple_of,
+        group_by_length=group_by_length,
+    )
 
-    Tokenization (`tokenizer(tf strings)`) and packing run in the graph, after batching.
+
+def make_preprocessed_dataset(
+    examples: Examples,
+    preprocessor: AlbertClassifierPreprocessor,
+    batch_size: int,
+    training: bool = False,
+    seed: int | None = None,
+    input_context: tf.distribute.InputContext | None = None,
+    in_memory: bool = False,
+    pad_to_multiple_of: int | None = None,
+    group_by_length: bool = False,
+) -> tf.data.Dataset:
+    """Batches of `({"token_ids", "segment_ids", "padding_mask"}, label)` from `examples`,
+    tokenized and packed by `preprocessor` (its tokenizer and packer: the features of a model
+    that carries it, called on the texts).
+
+    Tokenization and packing run in the graph, after batching.
     Training datasets are shuffled and repeated forever, and drop the last partial batch;
     evaluation datasets keep every example in file order. Unlabeled examples give `x` only.
     With an `input_context`, each input pipeline reads its shard and `batch_size` (global)
@@ -264,11 +295,11 @@ def make_dataset(
     `in_memory=True` (evaluation only) runs the pipeline once and serves the packed tensors
     from memory (`keras_albert.text.pipeline.served_from_memory`).
 
-    `pad_to_multiple_of` (None: every batch is `sequence_length` long, static shapes as TPUs
-    need): each batch is cut to its longest example rounded up to a multiple of it
-    (`keras_albert.text.pipeline.trim_padding`; exact). `group_by_length` (training) batches
-    examples of similar token counts together (`example_batches(lengths=...)`), so that
-    dynamic padding pads little.
+    `pad_to_multiple_of` (None: every batch is `preprocessor.sequence_length` long, static
+    shapes as TPUs need): each batch is cut to its longest example rounded up to a multiple of
+    it (`keras_albert.text.pipeline.trim_padding`; exact). `group_by_length` (training)
+    batches examples of similar token counts together (`example_batches(lengths=...)`), so
+    that dynamic padding pads little.
     """
     if in_memory and training:
         raise ValueError("`in_memory` is for evaluation datasets; a training one repeats")
@@ -276,30 +307,22 @@ def make_dataset(
     features = texts if examples.labels is None else (texts, examples.labels)
     lengths = None
     if group_by_length:
-        lengths = sum(tokenizer(segment).row_lengths() for segment in texts)
+        lengths = sum(preprocessor.tokenizer(segment).row_lengths() for segment in texts)
     dataset = example_batches(
         features, len(examples), batch_size, training, seed, input_context, lengths=lengths
     )
-    packer = tokenizer.packer(sequence_length)
 
-    def encode(segments):
-        # segments: one or two (batch,) string tensors -> (batch, None) ragged ids each.
-        ids = [tokenizer(segment) for segment in segments]
-        packed = packer(ids[0] if len(ids) == 1 else tuple(ids))
-        return {
-            "token_ids": packed["token_ids"],
-            "segment_ids": packed["segment_ids"],
-            "padding_mask": tf.cast(packed["padding_mask"], tf.int32),
-        }
-
-    # tf.data passes a tuple element's parts as separate arguments.
+    # tf.data passes a tuple element's parts as separate arguments; segments: one or two
+    # (batch,) string tensors.
     if examples.labels is None:
         dataset = dataset.map(
-            lambda *segments: encode(segments), num_parallel_calls=tf.data.AUTOTUNE
+            lambda *segments: preprocessor.pack(list(segments)),
+            num_parallel_calls=tf.data.AUTOTUNE,
         )
     else:
         dataset = dataset.map(
-            lambda segments, label: (encode(segments), label), num_parallel_calls=tf.data.AUTOTUNE
+            lambda segments, label: (preprocessor.pack(list(segments)), label),
+            num_parallel_calls=tf.data.AUTOTUNE,
         )
     if in_memory:
         dataset = served_from_memory(dataset, batch_size)

@@ -77,13 +77,17 @@ class ClassificationServingModule(AlbertServingModule):
             "all" only); default: the trained depth.
 
     Example:
+    >>> import tensorflow as tf
+    >>> from keras_albert import AlbertBackbone, AlbertClassifier, AlbertTokenizer
+    >>> from keras_albert.tasks.classification.serving import ClassificationServingModule
     >>> tokenizer = AlbertTokenizer("tests/data/30k-clean.model")
     >>> backbone = AlbertBackbone(vocabulary_size=30000, embedding_dim=8, hidden_dim=16,
     ...                           intermediate_dim=32, num_layers=2, num_heads=2)
     >>> classifier = AlbertClassifier(backbone, num_classes=2)
     >>> module = ClassificationServingModule(classifier, tokenizer)
-    >>> module.endpoints["serving_default"](text=tf.constant(["a fine film"]))["label"].shape
-    TensorShape([1])
+    >>> outputs = module.endpoints["serving_default"](text=tf.constant(["a fine film"]))
+    >>> tuple(outputs["label"].shape)
+    (1,)
     >>> path = module.save("/tmp/albert_sst2/1")
     """
 

@@ -23,8 +23,13 @@ from keras_albert.tasks.classification.metrics import (
     predictions_from_logits,
 )
 from keras_albert.tasks.classification.model import AlbertClassifier
-from keras_albert.tasks.classification.reader import Examples, make_dataset, read_examples
-from keras_albert.tasks.finetuning_task import FinetuningTask
+from keras_albert.tasks.classification.preprocessor import AlbertClassifierPreprocessor
+from keras_albert.tasks.classification.reader import (
+    Examples,
+    make_preprocessed_dataset,
+    read_examples,
+)
+from keras_albert.tasks.finetuning_task import FinetuningTask, predict_packed
 from keras_albert.tasks.recipes import EpochRecipe, Recipe
 from keras_albert.text.files import write_text_atomically
 from keras_albert.training.objective import Objective
@@ -38,6 +43,7 @@ class ClassificationTask(FinetuningTask):
     """A GLUE task by name (SST-2, MRPC, STS-B, CoLA, RTE, QQP, MNLI, QNLI) or "generic"."""
 
     default_sequence_length = defaults.SEQUENCE_LENGTH
+    preprocessor_class = AlbertClassifierPreprocessor
     dynamic_padding = True
 
     @classmethod
@@ -82,10 +88,9 @@ class ClassificationTask(FinetuningTask):
         return Objective(self.loss, metrics=metrics)
 
     def _dataset(self, examples, batch_size, **kwargs):
-        return make_dataset(
+        return make_preprocessed_dataset(
             examples,
-            self.tokenizer,
-            self.sequence_length,
+            self.preprocessor,
             batch_size,
             pad_to_multiple_of=self.options.pad_to_multiple_of,
             **kwargs,
@@ -103,7 +108,7 @@ class ClassificationTask(FinetuningTask):
     def evaluate(self, model, batch_size, output_dir=None):
         if self._eval_dataset is None:
             self._eval_dataset = self._dataset(self.evaluation, batch_size, in_memory=True)
-        logits = model.predict(self._eval_dataset, verbose=0)
+        logits = predict_packed(model, self._eval_dataset, verbose=0)
         labels = self.evaluation.labels
         loss = float(keras.ops.convert_to_numpy(keras.ops.mean(self.loss(labels, logits))))
         predictions = predictions_from_logits(self.spec, logits)
@@ -114,7 +119,7 @@ class ClassificationTask(FinetuningTask):
             self._write(os.path.join(output_dir, "eval_predictions.tsv"), self.evaluation,
                         predictions)  # fmt: skip
             if self.test is not None:
-                test_logits = model.predict(self._dataset(self.test, batch_size), verbose=0)
+                test_logits = predict_packed(model, self._dataset(self.test, batch_size), verbose=0)
                 self._write(
                     os.path.join(output_dir, "test_predictions.tsv"),
                     self.test,

@@ -27,13 +27,15 @@ class AlbertMaskedLM(AlbertTask):
             loaded from its config builds its own head, which the saved weights then fill.
 
     Example:
+    >>> import numpy as np
+    >>> from keras_albert import AlbertBackbone, AlbertMaskedLM
     >>> backbone = AlbertBackbone(vocabulary_size=64, embedding_dim=8, hidden_dim=16,
     ...                           intermediate_dim=32, num_layers=2, num_heads=2)
     >>> model = AlbertMaskedLM(backbone)
     >>> ids = np.array([[2, 10, 4, 3, 0]])
-    >>> model({"token_ids": ids, "segment_ids": np.zeros_like(ids),
-    ...        "padding_mask": (ids != 0).astype("int32"),
-    ...        "mask_positions": np.array([[2]])}).shape
+    >>> tuple(model({"token_ids": ids, "segment_ids": np.zeros_like(ids),
+    ...              "padding_mask": (ids != 0).astype("int32"),
+    ...              "mask_positions": np.array([[2]])}).shape)
     (1, 1, 64)
 
     Reference: Lan et al., 2020, "ALBERT", arXiv:1909.11942; the head is BERT's masked LM

@@ -41,6 +41,7 @@ class AlbertMaskedLMPreprocessor(TokenizerPreprocessor):
             differ in width and cannot be joined: for one batch at a time, as `fill_mask`).
 
     Example:
+    >>> from keras_albert import AlbertMaskedLMPreprocessor, AlbertTokenizer
     >>> tokenizer = AlbertTokenizer("tests/data/30k-clean.model")
     >>> preprocessor = AlbertMaskedLMPreprocessor(tokenizer, mask_selection_length=2)
     >>> preprocessor(["the sky is [MASK] ."])["mask_positions"].tolist()

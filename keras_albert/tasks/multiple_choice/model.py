@@ -58,12 +58,14 @@ class AlbertMultipleChoice(AlbertTask):
         initializer_range: float, stddev of the truncated-normal kernel initializer.
 
     Example:
+    >>> import numpy as np
+    >>> from keras_albert import AlbertBackbone, AlbertMultipleChoice
     >>> backbone = AlbertBackbone(vocabulary_size=64, embedding_dim=8, hidden_dim=16,
     ...                           intermediate_dim=32, num_layers=2, num_heads=2)
     >>> model = AlbertMultipleChoice(backbone)
     >>> ids = np.array([[[2, 10, 3, 11, 3], [2, 10, 3, 12, 3]]])
-    >>> model({"token_ids": ids, "segment_ids": np.zeros_like(ids),
-    ...        "padding_mask": np.ones_like(ids)}).shape
+    >>> tuple(model({"token_ids": ids, "segment_ids": np.zeros_like(ids),
+    ...              "padding_mask": np.ones_like(ids)}).shape)
     (1, 2)
 
     Reference: Lan et al., 2020, "ALBERT: A Lite BERT for Self-supervised Learning of Language

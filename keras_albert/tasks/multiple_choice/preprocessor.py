@@ -40,11 +40,13 @@ class AlbertMultipleChoicePreprocessor(TokenizerPreprocessor):
         max_qa_length: the most tokens of the question + option segment (RACE's 128).
 
     Example:
+    >>> import tensorflow as tf
+    >>> from keras_albert import AlbertMultipleChoicePreprocessor, AlbertTokenizer
     >>> tokenizer = AlbertTokenizer("tests/data/30k-clean.model")
     >>> preprocessor = AlbertMultipleChoicePreprocessor(tokenizer, sequence_length=8)
     >>> x = (tf.constant(["tom ate"]), tf.constant(["what?"]), tf.constant([["a", "b", ""]]))
-    >>> preprocessor(x)["token_ids"].shape
-    TensorShape([1, 3, 8])
+    >>> tuple(preprocessor(x)["token_ids"].shape)
+    (1, 3, 8)
     """
 
     def __init__(

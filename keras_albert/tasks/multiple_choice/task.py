@@ -22,7 +22,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_albert.tasks.finetuning_task import FinetuningTask
+from keras_albert.tasks.finetuning_task import FinetuningTask, predict_packed
 from keras_albert.tasks.multiple_choice import defaults
 from keras_albert.tasks.multiple_choice.features import (
     RaceExamples,
@@ -32,6 +32,7 @@ from keras_albert.tasks.multiple_choice.features import (
     write_race_predictions,
 )
 from keras_albert.tasks.multiple_choice.model import AlbertMultipleChoice
+from keras_albert.tasks.multiple_choice.preprocessor import AlbertMultipleChoicePreprocessor
 from keras_albert.tasks.recipes import Recipe
 from keras_albert.text.pipeline import served_from_memory
 from keras_albert.training.objective import Objective
@@ -50,6 +51,7 @@ class MultipleChoiceTask(FinetuningTask):
     `read_race` reads (a file or a split directory); the main metric is accuracy."""
 
     default_sequence_length = defaults.SEQUENCE_LENGTH
+    preprocessor_class = AlbertMultipleChoicePreprocessor
 
     def __init__(self, options, tokenizer):
         super().__init__(options, tokenizer)
@@ -59,6 +61,13 @@ class MultipleChoiceTask(FinetuningTask):
         self.test = read_race(options.test_data, labeled=False) if options.test_data else None
         self.max_qa_length = options.task_options.max_qa_length
         self._eval_inputs = None
+
+    def build_preprocessor(self, tokenizer):
+        return self.preprocessor_class(
+            tokenizer,
+            sequence_length=self.sequence_length,
+            max_qa_length=self.options.task_options.max_qa_length,
+        )
 
     def recipe(self):
         return RACE_RECIPE
@@ -107,4 +116,4 @@ class MultipleChoiceTask(FinetuningTask):
         """`(questions, choices)`; absent choices get 0."""
         # In float64: float32 rounding can tie (or swap) choices whose logits differ by ~1e-7,
         # and the predicted letter must be the model's argmax.
-        return _softmax(np.asarray(model.predict(inputs, verbose=0), dtype=np.float64))
+        return _softmax(np.asarray(predict_packed(model, inputs, verbose=0), dtype=np.float64))

@@ -46,13 +46,15 @@ class AlbertQuestionAnswerer(AlbertTask):
         initializer_range: float, stddev of the truncated-normal kernel initializer.
 
     Example:
+    >>> import numpy as np
+    >>> from keras_albert import AlbertBackbone, AlbertQuestionAnswerer
     >>> backbone = AlbertBackbone(vocabulary_size=64, embedding_dim=8, hidden_dim=16,
     ...                           intermediate_dim=32, num_layers=2, num_heads=2)
     >>> model = AlbertQuestionAnswerer(backbone)
     >>> ids = np.array([[2, 10, 3, 11, 12, 3, 0]])
     >>> outputs = model({"token_ids": ids, "segment_ids": np.array([[0, 0, 0, 1, 1, 1, 0]]),
     ...                  "padding_mask": (ids != 0).astype("int32")})
-    >>> outputs["start_logits"].shape
+    >>> tuple(outputs["start_logits"].shape)
     (1, 7)
 
     Reference: Lan et al., 2020, arXiv:1909.11942 (SQuAD, Section 4.8 and Appendix A.3);

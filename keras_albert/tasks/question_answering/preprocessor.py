@@ -52,6 +52,8 @@ class AlbertQuestionAnswererPreprocessor(TokenizerPreprocessor):
             `sequence_length` when that is less.
 
     Example:
+    >>> import tensorflow as tf
+    >>> from keras_albert import AlbertQuestionAnswererPreprocessor, AlbertTokenizer
     >>> tokenizer = AlbertTokenizer("tests/data/30k-clean.model")
     >>> preprocessor = AlbertQuestionAnswererPreprocessor(tokenizer, sequence_length=10)
     >>> x = (tf.constant(["who?"]), tf.constant(["jane wrote it"]))

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from keras_albert.tasks.finetuning_task import FinetuningTask
+from keras_albert.tasks.finetuning_task import FinetuningTask, predict_packed
 from keras_albert.tasks.question_answering import defaults
 from keras_albert.tasks.question_answering.features import (
     SquadFeature,
@@ -39,7 +39,9 @@ from keras_albert.tasks.question_answering.postprocess import (
     write_evaluation,
     write_test_predictions,
 )
+from keras_albert.tasks.question_answering.preprocessor import AlbertQuestionAnswererPreprocessor
 from keras_albert.tasks.recipes import EpochRecipe
+from keras_albert.text.offsets import offsets_supported
 from keras_albert.text.pipeline import example_batches
 from keras_albert.training.objective import Objective
 
@@ -55,6 +57,7 @@ class QuestionAnsweringTask(FinetuningTask):
     """SQuAD through the fine-tuning driver (task "squad_v1" or "squad_v2"); main metric F1."""
 
     default_sequence_length = defaults.SEQUENCE_LENGTH
+    preprocessor_class = AlbertQuestionAnswererPreprocessor
 
     @classmethod
     def check_options(cls, options) -> None:
@@ -90,6 +93,17 @@ class QuestionAnsweringTask(FinetuningTask):
             self.test_examples = list(read_squad_examples(options.test_data, labeled=False))
             self.test_features = list(squad_features(self.test_examples, **windows))
         self._training_targets = None
+
+    def build_preprocessor(self, tokenizer):
+        # The preprocessor follows character offsets in the graph, which some SentencePiece
+        # vocabularies do not allow; the task's windows (in Python) take any.
+        if not offsets_supported(tokenizer):
+            return None
+        return self.preprocessor_class(
+            tokenizer,
+            sequence_length=self.sequence_length,
+            max_query_length=self.options.task_options.max_query_length,
+        )
 
     @property
     def num_train(self) -> int:
@@ -140,7 +154,7 @@ class QuestionAnsweringTask(FinetuningTask):
 
     def _decode(self, model, features, inputs, batch_size) -> SquadPredictions:
         """The answers of the questions of `features` (their windows), by the model's head."""
-        outputs = model.predict(inputs, batch_size=batch_size, verbose=0)
+        outputs = predict_packed(model, inputs, batch_size=batch_size, verbose=0)
         decode = dict(
             n_best_size=defaults.N_BEST_SIZE,
             max_answer_length=self.options.task_options.max_answer_length,

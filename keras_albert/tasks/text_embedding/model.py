@@ -20,6 +20,9 @@ class MaskedPooling(keras.layers.Layer):
         normalize: divide by the L2 norm (sentence-transformers' `Normalize`).
 
     Example:
+    >>> import keras
+    >>> import numpy as np
+    >>> from keras_albert.tasks.text_embedding.model import MaskedPooling
     >>> pooling = MaskedPooling("mean")
     >>> sequence = np.array([[[1.0, 2.0], [3.0, 4.0], [9.0, 9.0]]])
     >>> keras.ops.convert_to_numpy(pooling(sequence, np.array([[1, 1, 0]]))).tolist()
@@ -77,12 +80,14 @@ class AlbertTextEmbedder(AlbertTask):
         normalize: bool, unit-length embeddings (cosine similarity is then a dot product).
 
     Example:
+    >>> import numpy as np
+    >>> from keras_albert import AlbertBackbone, AlbertTextEmbedder
     >>> backbone = AlbertBackbone(vocabulary_size=64, embedding_dim=8, hidden_dim=16,
     ...                           intermediate_dim=32, num_layers=2, num_heads=2)
     >>> embedder = AlbertTextEmbedder(backbone, normalize=True)
     >>> ids = np.array([[2, 10, 3, 0]])
-    >>> embedder({"token_ids": ids, "segment_ids": np.zeros_like(ids),
-    ...           "padding_mask": (ids != 0).astype("int32")}).shape
+    >>> tuple(embedder({"token_ids": ids, "segment_ids": np.zeros_like(ids),
+    ...                 "padding_mask": (ids != 0).astype("int32")}).shape)
     (1, 16)
 
     Reference: Reimers & Gurevych, 2019, "Sentence-BERT", arXiv:1908.10084.

@@ -20,6 +20,8 @@ class AlbertTextEmbedderPreprocessor(TokenizerPreprocessor):
         sequence_length: the packed length.
 
     Example:
+    >>> import tensorflow as tf
+    >>> from keras_albert import AlbertTextEmbedderPreprocessor, AlbertTokenizer
     >>> tokenizer = AlbertTokenizer("tests/data/30k-clean.model")
     >>> preprocessor = AlbertTextEmbedderPreprocessor(tokenizer, sequence_length=8)
     >>> preprocessor(tf.constant(["a fine film"]))["token_ids"].numpy().tolist()

@@ -147,18 +147,17 @@ def _score(value: str, layout: PairLayout, path: str, line: int) -> float:
 
 def pair_dataset(
     pairs: Pairs,
-    tokenizer,
-    sequence_length: int,
+    preprocessor: AlbertTextEmbedderPreprocessor,
     batch_size: int,
     seed: int | None = None,
 ) -> tf.data.Dataset:
     """Shuffled, repeated training batches `(x, score)` of `pairs` (the last partial batch
-    dropped): `x` holds `(batch, 2, sequence_length)` inputs, the pair's texts packed alone;
+    dropped): `x` holds `(batch, 2, sequence_length)` inputs, the pair's texts packed alone by
+    `preprocessor`;
     `score` is the pair's (zeros for pairs without scores: the in-batch loss ignores them)."""
     scores = pairs.scores if pairs.scores is not None else np.zeros(len(pairs), np.float32)
     texts = (tf.constant(pairs.first), tf.constant(pairs.second))
     dataset = example_batches((texts, scores), len(pairs), batch_size, training=True, seed=seed)
-    preprocessor = AlbertTextEmbedderPreprocessor(tokenizer, sequence_length)
 
     def encode(texts, score):
         first, second = (preprocessor(column) for column in texts)
@@ -169,9 +168,10 @@ def pair_dataset(
     return dataset.map(encode, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 
 
-def text_dataset(texts: list[str], tokenizer, sequence_length: int, batch_size: int):
-    """The model inputs of `texts`, in order, packed once and served from memory (an
-    evaluation embeds the same texts each time)."""
-    preprocessor = AlbertTextEmbedderPreprocessor(tokenizer, sequence_length)
+def text_dataset(
+    texts: list[str], preprocessor: AlbertTextEmbedderPreprocessor, batch_size: int
+) -> tf.data.Dataset:
+    """The model inputs of `texts`, in order, packed by `preprocessor` once and served from
+    memory (an evaluation embeds the same texts each time)."""
     dataset = example_batches(tf.constant(texts), len(texts), batch_size).map(preprocessor)
     return served_from_memory(dataset, batch_size)

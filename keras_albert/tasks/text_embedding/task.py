@@ -22,7 +22,7 @@ import keras
 import numpy as np
 from scipy import stats
 
-from keras_albert.tasks.finetuning_task import FinetuningTask
+from keras_albert.tasks.finetuning_task import FinetuningTask, predict_packed
 from keras_albert.tasks.recipes import EpochRecipe
 from keras_albert.tasks.text_embedding import defaults
 from keras_albert.tasks.text_embedding.losses import (
@@ -31,6 +31,7 @@ from keras_albert.tasks.text_embedding.losses import (
     PairObjective,
 )
 from keras_albert.tasks.text_embedding.model import AlbertTextEmbedder
+from keras_albert.tasks.text_embedding.preprocessor import AlbertTextEmbedderPreprocessor
 from keras_albert.tasks.text_embedding.reader import Pairs, pair_dataset, read_pairs, text_dataset
 from keras_albert.text.files import write_text_atomically
 
@@ -51,6 +52,7 @@ class TextEmbeddingTask(FinetuningTask):
     Spearman's correlation of the cosine with the eval scores."""
 
     default_sequence_length = defaults.SEQUENCE_LENGTH
+    preprocessor_class = AlbertTextEmbedderPreprocessor
 
     @classmethod
     def check_options(cls, options) -> None:
@@ -98,7 +100,7 @@ class TextEmbeddingTask(FinetuningTask):
         model.compile(optimizer=optimizer)
 
     def train_dataset(self, batch_size, seed):
-        return pair_dataset(self.train, self.tokenizer, self.sequence_length, batch_size, seed)
+        return pair_dataset(self.train, self.preprocessor, batch_size, seed)
 
     def evaluate(self, model, batch_size, output_dir=None):
         if self._eval_inputs is None:  # packed once, not at every evaluation
@@ -115,14 +117,15 @@ class TextEmbeddingTask(FinetuningTask):
 
     def _inputs(self, pairs: Pairs, batch_size: int) -> tuple:
         return tuple(
-            text_dataset(texts, self.tokenizer, self.sequence_length, batch_size)
+            text_dataset(texts, self.preprocessor, batch_size)
             for texts in (pairs.first, pairs.second)
         )
 
     def _cosines(self, model: keras.Model, inputs: tuple) -> np.ndarray:
         """The cosine similarity of each pair's embeddings, in float64."""
         first, second = (
-            np.asarray(model.predict(texts, verbose=0), dtype=np.float64) for texts in inputs
+            np.asarray(predict_packed(model, texts, verbose=0), dtype=np.float64)
+            for texts in inputs
         )
         norms = np.linalg.norm(first, axis=-1) * np.linalg.norm(second, axis=-1)
         return np.sum(first * second, axis=-1) / np.maximum(norms, 1e-12)

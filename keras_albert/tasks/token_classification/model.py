@@ -27,12 +27,14 @@ class AlbertTokenClassifier(AlbertTask):
             kept in the config so that a saved model says what its outputs mean.
 
     Example:
+    >>> import numpy as np
+    >>> from keras_albert import AlbertBackbone, AlbertTokenClassifier
     >>> backbone = AlbertBackbone(vocabulary_size=64, embedding_dim=8, hidden_dim=16,
     ...                           intermediate_dim=32, num_layers=2, num_heads=2)
     >>> model = AlbertTokenClassifier(backbone, num_classes=5)
     >>> ids = np.array([[2, 10, 11, 3, 0]])
-    >>> model({"token_ids": ids, "segment_ids": np.zeros_like(ids),
-    ...        "padding_mask": (ids != 0).astype("int32")}).shape
+    >>> tuple(model({"token_ids": ids, "segment_ids": np.zeros_like(ids),
+    ...              "padding_mask": (ids != 0).astype("int32")}).shape)
     (1, 5, 5)
 
     Reference: Lan et al., 2020, "ALBERT", arXiv:1909.11942; the head is BERT's for CoNLL-2003

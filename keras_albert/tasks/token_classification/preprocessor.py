@@ -38,6 +38,8 @@ class AlbertTokenClassifierPreprocessor(TokenizerPreprocessor):
         sequence_length: the packed length.
 
     Example:
+    >>> import tensorflow as tf
+    >>> from keras_albert import AlbertTokenClassifierPreprocessor, AlbertTokenizer
     >>> tokenizer = AlbertTokenizer("tests/data/30k-clean.model")
     >>> preprocessor = AlbertTokenClassifierPreprocessor(tokenizer, sequence_length=8)
     >>> x, y = preprocessor(tf.ragged.constant([["Jane", "Austen"]]), tf.ragged.constant([[1, 2]]))

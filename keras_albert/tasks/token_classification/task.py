@@ -36,6 +36,7 @@ from keras_albert.tasks.token_classification.features import (
     write_conll_predictions,
 )
 from keras_albert.tasks.token_classification.model import AlbertTokenClassifier
+from keras_albert.tasks.token_classification.preprocessor import AlbertTokenClassifierPreprocessor
 from keras_albert.training.objective import Objective
 
 NER_RECIPE = EpochRecipe(**defaults.RECIPE)
@@ -71,6 +72,7 @@ class TokenClassificationTask(FinetuningTask):
     metric."""
 
     default_sequence_length = defaults.SEQUENCE_LENGTH
+    preprocessor_class = AlbertTokenClassifierPreprocessor
 
     def __init__(self, options, tokenizer):
         super().__init__(options, tokenizer)
