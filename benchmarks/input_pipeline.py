@@ -1,6 +1,6 @@
 """The input pipelines' ceiling: sequences per second of the `tf.data` pipelines alone, no model.
 
-    python -m benchmarks.input_pipeline [--lengths 128 512] [--batches 200] [--batch-size 32]
+    python -m benchmarks.input_pipeline [--lengths 128 512] [--batches 2000] [--batch-size 32]
 
 - pretraining: records made from the shipped Austen novels by the library's data tool
   (`create_pretraining_data`, dupe factor `--dupe-factor`), then the pretraining driver's own
@@ -40,8 +40,8 @@ def parse_args(argv=None):
     parser = prelude.parser(__file__, __doc__.split("\n")[0])
     parser.add_argument("--lengths", type=int, nargs="+", default=[128, 512])
     parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--batches", type=int, default=200, help="batches timed per pipeline")
-    parser.add_argument("--warmup", type=int, default=20, help="batches before the timing")
+    parser.add_argument("--batches", type=int, default=2000, help="batches timed per pipeline")
+    parser.add_argument("--warmup", type=int, default=50, help="batches before the timing")
     parser.add_argument("--dupe-factor", type=int, default=1)
     parser.add_argument("--target", type=float, default=H100_SEQUENCES_PER_SECOND)
     parser.add_argument(
