@@ -1,10 +1,11 @@
 """`benchmarks/input_pipeline.py` in its tiny mode: every pipeline is timed over the batches it
 was asked for, the pretraining stream gives the features the pretrainer takes at each length,
-the fine-tuning reader packs to that length, and the JSON carries the prelude's fields."""
+the fine-tuning reader packs to that length, and the JSON carries the prelude's fields; and
+`benchmarks/dynamic_masking_stages.py` times each of its stages."""
 
 import json
 
-from benchmarks import input_pipeline
+from benchmarks import dynamic_masking_stages, input_pipeline
 from tests.test_benchmark_results import missing_fields
 
 PRETRAINING_FEATURES = {"token_ids", "segment_ids", "padding_mask", "mask_positions"}
@@ -44,3 +45,15 @@ def test_tiny_run_times_every_pipeline_at_every_length(tmp_path):
     record = json.loads(path.read_text())
     assert missing_fields(record) == frozenset()
     assert record["results"] == json.loads(json.dumps(results))
+
+
+def test_masking_stages_are_each_timed(tmp_path):
+    path = tmp_path / "stages.json"
+    results = dynamic_masking_stages.main(
+        ["--tiny", "--lengths", "64", "--batches", "2", "--results-json", str(path)]
+    )
+    runs = results["runs"]
+    assert [run["stage"] for run in runs] == list(dynamic_masking_stages.STAGES)
+    for run in runs:
+        assert run["sequences"] == 2 * 32 and run["cpu_microseconds_per_sequence"] > 0
+    assert missing_fields(json.loads(path.read_text())) == frozenset()
