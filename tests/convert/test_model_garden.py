@@ -178,6 +178,20 @@ def ours(inputs):
     }
 
 
+def assert_same_encoder_outputs(actual, expected, inputs):
+    """The sequence output on the real tokens (`input_mask` 1) and the pooled output, ≤ ATOL."""
+    mask = inputs["input_mask"].numpy()[..., None] == 1
+    np.testing.assert_allclose(
+        actual["sequence_output"].numpy() * mask,
+        expected["sequence_output"].numpy() * mask,
+        atol=ATOL,
+        rtol=0,
+    )
+    np.testing.assert_allclose(
+        actual["pooled_output"], expected["pooled_output"], atol=ATOL, rtol=0
+    )
+
+
 def test_model_garden_encoder_with_mlm_loads_as_our_pretrainer(tmp_path, sst2_inputs):
     tf.saved_model.save(model_garden_encoder(seed=1, with_mlm=True), str(tmp_path / "encoder"))
     source = str(tmp_path / "encoder")
@@ -195,17 +209,7 @@ def test_model_garden_encoder_with_mlm_loads_as_our_pretrainer(tmp_path, sst2_in
     expected = reference.mlm({**sst2_inputs, "masked_lm_positions": positions})
     actual = model({**ours(sst2_inputs), "mask_positions": positions})
     np.testing.assert_allclose(actual["mlm_logits"], expected["mlm_logits"], atol=ATOL, rtol=0)
-    encoded = model.backbone(ours(sst2_inputs))
-    mask = sst2_inputs["input_mask"].numpy()[..., None] == 1  # compare real tokens
-    np.testing.assert_allclose(
-        encoded["sequence_output"].numpy() * mask,
-        expected["sequence_output"].numpy() * mask,
-        atol=ATOL,
-        rtol=0,
-    )
-    np.testing.assert_allclose(
-        encoded["pooled_output"], expected["pooled_output"], atol=ATOL, rtol=0
-    )
+    assert_same_encoder_outputs(model.backbone(ours(sst2_inputs)), expected, sst2_inputs)
     backbone = load_checkpoint(source, model="backbone")
     assert isinstance(backbone, AlbertBackbone)
 
@@ -239,17 +243,7 @@ def test_tf_models_official_encoder_loads_with_its_outputs(tmp_path, sst2_inputs
     assert isinstance(backbone, AlbertBackbone)
     assert backbone.albert_config.num_layers == NUM_LAYERS
     expected = call(sst2_inputs)
-    actual = backbone(ours(sst2_inputs))
-    mask = sst2_inputs["input_mask"].numpy()[..., None] == 1  # compare real tokens
-    np.testing.assert_allclose(
-        actual["sequence_output"].numpy() * mask,
-        expected["sequence_output"].numpy() * mask,
-        atol=ATOL,
-        rtol=0,
-    )
-    np.testing.assert_allclose(
-        actual["pooled_output"], expected["pooled_output"], atol=ATOL, rtol=0
-    )
+    assert_same_encoder_outputs(backbone(ours(sst2_inputs)), expected, sst2_inputs)
 
 
 def test_missing_and_unexpected_tensors_are_listed(tmp_path):

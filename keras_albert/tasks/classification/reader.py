@@ -244,31 +244,13 @@ def _parse_label(value: str, task: TaskSpec, layout: Layout, path: str, line: in
 
 
 def make_dataset(
-    examples: Examples,
-    tokenizer,
-    sequence_length: int,
-    batch_size: int,
-    training: bool = False,
-    seed: int | None = None,
-    input_context: tf.distribute.InputContext | None = None,
-    in_memory: bool = False,
-    pad_to_multiple_of: int | None = None,
-    group_by_length: bool = False,
+    examples: Examples, tokenizer, sequence_length: int, *args, **kwargs
 ) -> tf.data.Dataset:
     """Batches of `({"token_ids", "segment_ids", "padding_mask"}, label)` from `examples`,
-    packed to `sequence_length` by an `AlbertClassifierPreprocessor` on `tokenizer`
-    (`make_preprocessed_dataset`, whose arguments the others are)."""
-    return make_preprocessed_dataset(
-        examples,
-        AlbertClassifierPreprocessor(tokenizer, sequence_length),
-        batch_size,
-        training=training,
-        seed=seed,
-        input_context=input_context,
-        in_memory=in_memory,
-        pad_to_multiple_of=pad_to_multiple_of,
-        group_by_length=group_by_length,
-    )
+    packed to `sequence_length` by an `AlbertClassifierPreprocessor` on `tokenizer`: the other
+    arguments (`batch_size`, `training`, ...) are those of `make_preprocessed_dataset`."""
+    preprocessor = AlbertClassifierPreprocessor(tokenizer, sequence_length)
+    return make_preprocessed_dataset(examples, preprocessor, *args, **kwargs)
 
 
 def make_preprocessed_dataset(
