@@ -100,9 +100,23 @@ class AlbertTask(FunctionalModel):
 
         return {
             "x": preprocessed_dataset(
-                self.preprocess, x, y, sample_weight, batch_size, shuffle=shuffle
+                self._traced_preprocess(), x, y, sample_weight, batch_size, shuffle=shuffle
             )
         }
+
+    def _traced_preprocess(self):
+        """`preprocess` as a `tf.function`, traced once per input structure and kept for the
+        next `fit`/`predict`/`evaluate` while `preprocessor` stays the same layer (the holder
+        is a plain object: Keras and TensorFlow track and save no part of it)."""
+        import tensorflow as tf
+
+        held = getattr(self, "_preprocess_function", None)
+        if held is None or held.preprocessor is not self.preprocessor:
+            held = _TracedPreprocess(
+                self.preprocessor, tf.function(self.preprocess, reduce_retracing=True)
+            )
+            self._preprocess_function = held
+        return held.function
 
     def preprocess(self, x, y=None, sample_weight=None):
         """The model's `(x, y, sample_weight)` of a raw batch (in `tf.data`, or in Python where
@@ -143,6 +157,12 @@ class AlbertTask(FunctionalModel):
             return super().predict(x, batch_size=batch_size, **kwargs)
         inputs = self._preprocessed(x, None, None, batch_size)
         return super().predict(inputs["x"], batch_size=inputs.get("batch_size"), **kwargs)
+
+
+class _TracedPreprocess:
+    # A task model's traced `preprocess` and the preprocessor it was traced with.
+    def __init__(self, preprocessor, function):
+        self.preprocessor, self.function = preprocessor, function
 
 
 def _unpacked(validation_data) -> tuple:
