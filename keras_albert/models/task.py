@@ -40,7 +40,8 @@ class AlbertTask(FunctionalModel):
 
     With a `preprocessor` (a keyword argument of every task model, e.g. an
     `AlbertClassifierPreprocessor`), `fit`, `predict` and `evaluate` take raw inputs (strings,
-    pairs of strings), mapped through it in `tf.data` as keras-hub's tasks do; without one
+    pairs of strings), mapped through it in `tf.data` as keras-hub's tasks do (arrays and lists
+    preprocessed once, before the first pass); without one
     (`None`, the default) they take packed token ids.
     """
 

@@ -4,7 +4,8 @@ inputs through it, as keras-hub's `Task` does.
 
 A task model that carries a preprocessor (`model.preprocessor`, `keras_albert.models.task`)
 takes raw inputs (strings, pairs of strings) in `fit`, `predict` and `evaluate`: they become a
-`tf.data.Dataset` (`preprocessed_dataset`) mapped through the preprocessor, whose graph is the
+`tf.data.Dataset` (`preprocessed_dataset`): a dataset of raw batches mapped through the
+preprocessor, arrays and lists preprocessed once before the first pass; its graph is the
 tokenizer's and the packer's, the same ops the string-in SavedModel runs. Where TensorFlow is
 not installed (JAX, PyTorch), a preprocessor with a Python path (`PYTHON_PATH`) holds the
 tokenizer's Python half (`PythonTokenizer`) and is called on the raw inputs themselves.
