@@ -163,10 +163,11 @@ def named_columns(name: str, value, keys: tuple, pair: bool = True) -> tuple:
 def preprocessed_dataset(
     preprocessor, x, y=None, sample_weight=None, batch_size=None, shuffle=False
 ):
-    """`x` (and `y`, `sample_weight`) as a `tf.data.Dataset` of batches mapped through
-    `preprocessor`: a dataset of raw batches as it is, arrays or lists in batches of
-    `batch_size` (default `DEFAULT_BATCH_SIZE`), as keras-hub's `Task` does; `shuffle`: their
-    rows in another order every epoch, as Keras's `fit` shuffles arrays."""
+    """`x` (and `y`, `sample_weight`) as a `tf.data.Dataset` of batches through
+    `preprocessor`: a dataset of raw batches mapped through it, as keras-hub's `Task` does;
+    arrays or lists preprocessed once (`_preprocessed_rows`), in batches of `batch_size`
+    (default `DEFAULT_BATCH_SIZE`); `shuffle`: their rows in another order every epoch, as
+    Keras's `fit` shuffles arrays."""
     tf = require_tensorflow(f"{type(preprocessor).__name__} in `fit`, `predict` or `evaluate`")
     if isinstance(x, tf.data.Dataset):
         if y is not None or sample_weight is not None:
