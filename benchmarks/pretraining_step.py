@@ -36,6 +36,7 @@ from benchmarks.batches import pretraining_batch
 from benchmarks.checklist import TINY
 from benchmarks.interleaved import interleaved_rates, report
 from benchmarks.peer_models import keras_hub_backbone, torch_autocast
+from benchmarks.roofs import against_the_roof, training_flops_per_sequence
 from keras_albert import AlbertBackbone, AlbertConfig, AlbertPretrainer
 from keras_albert.config import get_preset
 from keras_albert.pretraining.objective import compile_pretrainer
@@ -162,10 +163,12 @@ def main() -> None:
         ratios[f"best keras_albert / best {reference}"] = best["keras_albert"] / best[reference]
         ratio = ratios[f"best keras_albert / best {reference}"]
         print(f"  best keras_albert / best {reference}: {ratio:.2f}x")
+    flops = training_flops_per_sequence(config, args.sequence_length, args.num_masked)
+    roof = against_the_roof(medians, flops, args.precision)
     prelude.write_results(
         args.results_json,
         {"options": vars(args), "sequences_per_second": rates, "medians": medians,
-         "best": best, "ratios": ratios},
+         "best": best, "ratios": ratios, "roof": roof},
     )  # fmt: skip
 
 

@@ -87,15 +87,35 @@ def _torch_matmul(dtype, device, rows, inner, columns):
 _MATMULS = {"tensorflow": _tensorflow_matmul, "jax": _jax_matmul, "torch": _torch_matmul}
 
 
-def training_flops_per_sequence(config, sequence_length: int, num_masked: int = 0,
-                                num_outputs: int = 0) -> float:  # fmt: skip
-    """FLOPs of one sequence's forward + backward through an ALBERT of `config` (an
-    `AlbertConfig`): `num_masked` MLM predictions (0: no MLM head), `num_outputs` per-position
-    outputs of a token head (2 for a span head)."""
+def forward_flops_per_sequence(config, sequence_length: int, num_masked: int = 0,
+                               num_outputs: int = 0) -> float:  # fmt: skip
+    """FLOPs of one sequence's forward pass through an ALBERT of `config` (an `AlbertConfig`):
+    `num_masked` MLM predictions (0: no MLM head), `num_outputs` per-position outputs of a
+    token head (2 for a span head)."""
     h, i, e = config.hidden_dim, config.intermediate_dim, config.embedding_dim
     per_token_layer = 4 * h * h + 2 * h * i  # Q, K, V, output; the two feed-forward layers
     forward = 2 * sequence_length * (config.num_layers * per_token_layer + e * h)
     forward += config.num_layers * 4 * sequence_length**2 * h  # scores and weighted values
     forward += 2 * num_masked * (h * e + e * config.vocabulary_size)
     forward += 2 * sequence_length * h * num_outputs
-    return 3.0 * forward
+    return float(forward)
+
+
+def training_flops_per_sequence(config, sequence_length: int, num_masked: int = 0,
+                                num_outputs: int = 0) -> float:  # fmt: skip
+    """FLOPs of one sequence's forward + backward (3 × `forward_flops_per_sequence`)."""
+    return 3.0 * forward_flops_per_sequence(config, sequence_length, num_masked, num_outputs)
+
+
+def against_the_roof(medians: dict[str, float], flops_per_sequence: float,
+                     precision: str) -> dict:  # fmt: skip
+    """TensorFlow's GEMM roof in `precision`'s compute dtype, measured now, and each
+    implementation's share of it: `medians` (sequences/s) × `flops_per_sequence` / the roof.
+    Printed and returned for the result file."""
+    dtype = "bfloat16" if "bfloat16" in precision else "float32"
+    roof = gemm_roof(dtype)
+    fractions = {name: rate * flops_per_sequence / 1e9 / roof for name, rate in medians.items()}
+    print(f"  GEMM roof ({dtype}, TensorFlow): {roof:.1f} GFLOP/s; share of it: "
+          + ", ".join(f"{name} {share:.2f}" for name, share in fractions.items()))  # fmt: skip
+    return {"gemm_roof_gflops": roof, "gemm_roof_dtype": dtype,
+            "flops_per_sequence": flops_per_sequence, "fraction_of_roof": fractions}  # fmt: skip

@@ -5,6 +5,9 @@ runs and the JSON holds a rate for each and the ratios of ours to the peers."""
 
 import pytest
 
+from benchmarks.checklist import TINY
+from benchmarks.roofs import forward_flops_per_sequence, training_flops_per_sequence
+from keras_albert import AlbertConfig
 from tests.benchmark_runs import FAST_XLA, run_tiny
 
 FORWARD_RUNNERS = {"keras_albert", "keras_hub", "model_garden", "hf_torch"}
@@ -22,6 +25,7 @@ def test_encoder_forward_runs_every_peer(flags, tmp_path):
     assert set(results["keras_albert_over"]) == FORWARD_RUNNERS - {"keras_albert"}
     assert results["options"]["precision"] == ("mixed_bfloat16" if flags else "float32")
     assert record["machine"]["versions"]["tf-models-official"] == "2.20.0"
+    assert_against_the_roof(results, forward_flops_per_sequence(AlbertConfig(**TINY), 16))
 
 
 @pytest.mark.slow  # ≈ 150 s: six TensorFlow train steps compiled, three under XLA (CI: --run-slow)
@@ -40,3 +44,16 @@ def test_pretraining_step_runs_every_peer_in_bfloat16_with_and_without_xla(tmp_p
     for reference in ("model_garden", "keras_hub", "hf_torch"):
         assert results["ratios"][f"best keras_albert / best {reference}"] > 0
     assert results["ratios"]["keras_albert_xla / model_garden_xla"] > 0
+    flops = training_flops_per_sequence(AlbertConfig(**TINY), 16, num_masked=3)
+    assert_against_the_roof(results, flops)
+
+
+def assert_against_the_roof(results: dict, flops_per_sequence: float) -> None:
+    """The GEMM roof measured in the run, and each rate's share of it from the model's FLOPs."""
+    roof = results["roof"]
+    assert roof["gemm_roof_gflops"] > 0
+    assert roof["flops_per_sequence"] == pytest.approx(flops_per_sequence)
+    assert set(roof["fraction_of_roof"]) == set(results["medians"])
+    for name, rate in results["medians"].items():
+        expected = rate * flops_per_sequence / 1e9 / roof["gemm_roof_gflops"]
+        assert roof["fraction_of_roof"][name] == pytest.approx(expected)
