@@ -15,6 +15,8 @@ With `dynamic_masking` the static masks in the files are undone and every epoch 
 in-graph (RoBERTa-style) with the same scheme as `masking.mask_tokens`: n-gram whole-word
 spans with p(n) ∝ 1/n, a budget of `round(masked_lm_prob * non-special tokens)` capped by
 `max_predictions_per_sequence`, 80% `[MASK]` / 10% random non-special token / 10% unchanged.
+Both run on whole batches (`restore_masked_tokens`, `dynamic_mask`), one call per batch with
+one seed per batch, each row drawn on its own.
 """
 
 from __future__ import annotations
@@ -345,7 +347,8 @@ def make_pretraining_dataset(
         seed: seed of the shuffles and of dynamic masking (None: different every run).
         repeat: repeat forever (for `steps_per_epoch`).
         cycle_length: files read in parallel.
-        dynamic_masking: mask in-graph, anew each epoch, instead of using the files' masks.
+        dynamic_masking: mask in-graph, anew each epoch, instead of using the files' masks
+            (each batch, the last partial one included, in one call).
         drop_remainder: drop the last partial batch (static shapes, as a TPU needs); `False`
             keeps it (evaluation over every record).
 
