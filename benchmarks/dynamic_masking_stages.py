@@ -1,13 +1,14 @@
-"""Where dynamic masking's time goes: the pretraining pipeline's per-record maps one at a time.
+"""Where dynamic masking's time goes: the pretraining pipeline's maps one stage at a time.
 
     python -m benchmarks.dynamic_masking_stages [--lengths 128 512] [--batches 1000]
 
 Records of two Austen novels (the library's data tool, dupe factor 1) are read once into
-memory (`cache`), then batched after one of three per-record maps, each the library's own
-function as `make_pretraining_dataset` calls it: `decode` (`records.decode_record`), `restore`
-(decode, then `dataset.restore_masked_tokens`: the static masks undone), `mask` (decode,
-restore, then `dataset.dynamic_mask`: new masks). The differences are each stage's CPU time
-per sequence (`time.process_time()`, every tf.data thread).
+memory (`cache`), decoded one at a time and batched by 32, then go through the stages up to one
+of three, each the library's own function as `make_pretraining_dataset` calls it: `decode`
+(`records.decode_record`, per record), `restore` (then `dataset.restore_masked_tokens` on each
+batch: the static masks undone), `mask` (then `dataset.dynamic_mask` on each batch: new masks).
+The differences are each stage's CPU time per sequence (`time.process_time()`, every tf.data
+thread).
 """
 
 import os
@@ -19,6 +20,7 @@ from benchmarks.input_pipeline import AUSTEN, VOCABULARY, make_records, tiny_cor
 
 NOVELS = ("persuasion.txt", "emma.txt")
 STAGES = ("decode", "restore", "mask")
+BATCH_SIZE = 32
 
 
 def staged(files: list[str], length: int, predictions: int, stage: str, masking):
@@ -31,7 +33,7 @@ def staged(files: list[str], length: int, predictions: int, stage: str, masking)
     dataset = dataset.map(
         lambda record: decode_record(record, length, predictions, stage != "decode"),
         num_parallel_calls=tf.data.AUTOTUNE,
-    )
+    ).batch(BATCH_SIZE)
     if stage == "restore":
         dataset = dataset.map(
             lambda features: {**features, "token_ids": restore_masked_tokens(features)},
@@ -50,7 +52,7 @@ def staged(files: list[str], length: int, predictions: int, stage: str, masking)
         seeds = tf.data.Dataset.random(seed=1).batch(2)
         dataset = tf.data.Dataset.zip(dataset, seeds)
         dataset = dataset.map(remask, num_parallel_calls=tf.data.AUTOTUNE)
-    return dataset.batch(32).prefetch(tf.data.AUTOTUNE)
+    return dataset.prefetch(tf.data.AUTOTUNE)
 
 
 def main(argv=None) -> dict:
@@ -87,7 +89,7 @@ def main(argv=None) -> dict:
                 for _ in range(args.batches):
                     next(iterator)
                 cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-                sequences = 32 * args.batches
+                sequences = BATCH_SIZE * args.batches
                 row = {"sequence_length": length, "records": num_records, "stage": stage,
                        "sequences": sequences, "cpu_seconds": cpu, "wall_seconds": wall,
                        "cpu_microseconds_per_sequence": cpu / sequences * 1e6}  # fmt: skip

@@ -15,6 +15,8 @@ With `dynamic_masking` the static masks in the files are undone and every epoch 
 in-graph (RoBERTa-style) with the same scheme as `masking.mask_tokens`: n-gram whole-word
 spans with p(n) ∝ 1/n, a budget of `round(masked_lm_prob * non-special tokens)` capped by
 `max_predictions_per_sequence`, 80% `[MASK]` / 10% random non-special token / 10% unchanged.
+Both run on whole batches (`restore_masked_tokens`, `dynamic_mask`), one call per batch with
+one seed per batch, each row drawn on its own.
 """
 
 from __future__ import annotations
@@ -88,11 +90,14 @@ class DynamicMasking:
 
 
 def restore_masked_tokens(features: dict[str, tf.Tensor]) -> tf.Tensor:
-    """`token_ids` with the static predictions put back (padded predictions have weight 0)."""
-    real = features["mask_weights"] > 0
-    positions = tf.boolean_mask(features["mask_positions"], real)
+    """A batch's `token_ids` `(batch, sequence_length)` with the static predictions put back
+    (padded predictions have weight 0)."""
+    real = features["mask_weights"] > 0  # (batch, max_predictions)
+    positions = features["mask_positions"]
+    rows = tf.broadcast_to(tf.range(tf.shape(positions)[0])[:, None], tf.shape(positions))
+    indices = tf.boolean_mask(tf.stack([rows, positions], -1), real)  # (num_real, 2)
     ids = tf.boolean_mask(features["mask_ids"], real)
-    return tf.tensor_scatter_nd_update(features["token_ids"], positions[:, None], ids)
+    return tf.tensor_scatter_nd_update(features["token_ids"], indices, ids)
 
 
 def dynamic_mask(
@@ -102,27 +107,42 @@ def dynamic_mask(
     masking: DynamicMasking,
     max_predictions_per_sequence: int,
 ) -> dict[str, tf.Tensor]:
-    """Masks one unbatched sequence in-graph; stateless: the same `seed` gives the same masks.
+    """Masks a batch in-graph, every row on its own draws; stateless: the same `seed` gives
+    the same masks.
 
-    Spans: n ~ p(n) are drawn until their word count reaches the budget (each word has at least
-    one piece); they are laid out uniformly at random without overlap over the sequence's words
-    (k spans of total length L among W words ↔ k slots among W - L + k); spans across a segment
-    boundary are dropped; the rest are taken in random order while the piece count fits the
-    budget, the one that overshoots with probability remaining / size.
+    Per row: spans, n ~ p(n), are drawn until their word count reaches the budget (each word
+    has at least one piece); they are laid out uniformly at random without overlap over the
+    row's words (k spans of total length L among W words ↔ k slots among W - L + k); spans
+    across a segment boundary are dropped; the rest are taken in random order while the piece
+    count fits the budget, the one that overshoots with probability remaining / size. Rows
+    differ in their word and span counts, so every per-row quantity is kept at a static width
+    (words: `sequence_length`, spans: `min(max_predictions_per_sequence, sequence_length)`)
+    with a row's own count saying how much of it is real. One call masks a whole batch: the
+    ops are the same in number as for one row, so their fixed cost is paid once per batch.
 
     Args:
-        token_ids: int32 `(sequence_length,)`, unmasked.
-        padding_mask: int `(sequence_length,)`, 1 on real tokens.
-        seed: int `(2,)` stateless seed.
+        token_ids: int32 `(batch, sequence_length)`, unmasked; `sequence_length` static.
+        padding_mask: int `(batch, sequence_length)`, 1 on real tokens.
+        seed: int `(2,)` stateless seed of the whole batch.
         masking: vocabulary facts and parameters.
         max_predictions_per_sequence: size of the prediction outputs.
 
     Returns:
-        `token_ids` (masked), `mask_positions`, `mask_ids`, `mask_weights` (each
-        `(max_predictions_per_sequence,)`) and `span_lengths` (accepted spans' lengths in words,
-        0-padded, `(max_predictions_per_sequence,)`).
+        `token_ids` (masked, `(batch, sequence_length)`), `mask_positions` (ascending),
+        `mask_ids`, `mask_weights` (each `(batch, max_predictions_per_sequence)`) and
+        `span_lengths` (accepted spans' lengths in words, in the order of their positions,
+        0-padded, `(batch, max_predictions_per_sequence)`).
     """
     max_predictions = max_predictions_per_sequence
+    token_ids = tf.cast(token_ids, tf.int32)
+    sequence_length = token_ids.shape[-1]
+    if token_ids.shape.rank != 2 or sequence_length is None:
+        raise ValueError(
+            "`token_ids` must be of shape (batch, sequence_length) with a static "
+            f"sequence_length. Received: token_ids of shape {token_ids.shape}"
+        )
+    # A row has at most sequence_length words, hence spans and masked tokens.
+    num_draws = min(max_predictions, sequence_length)
     vocabulary_size = masking.word_start.shape[0]
     special_table = np.zeros(vocabulary_size, bool)
     special_table[list(masking.special_ids)] = True
@@ -133,22 +153,36 @@ def dynamic_mask(
     log_probabilities = tf.constant(np.log(probabilities / probabilities.sum())[None], tf.float32)
     seeds = tf.random.experimental.stateless_split(tf.cast(seed, tf.int64), 6)
 
-    token_ids = tf.cast(token_ids, tf.int32)
+    batch_size = tf.shape(token_ids)[0]
     special = tf.gather(special_table, token_ids) | (tf.cast(padding_mask, tf.int32) == 0)
-    candidate = ~special  # (S,)
-    previous_special = tf.concat([[True], special[:-1]], 0)
+    candidate = ~special  # (B, S)
+    previous_special = tf.concat([tf.ones([batch_size, 1], tf.bool), special[:, :-1]], 1)
     is_start = candidate & (tf.gather(word_start_table, token_ids) | previous_special)
-    num_words = tf.reduce_sum(tf.cast(is_start, tf.int32))
-    # Word index of every candidate token; special tokens point at an extra slot num_words.
-    word_of_token = tf.where(candidate, tf.cumsum(tf.cast(is_start, tf.int32)) - 1, num_words)
-    block_of_token = tf.cumsum(tf.cast(special, tf.int32))  # a block = run between specials
-    word_block = tf.gather(block_of_token, tf.where(is_start)[:, 0])  # (W,)
-    word_sizes = tf.math.unsorted_segment_sum(
-        tf.cast(candidate, tf.int32), word_of_token, num_words + 1
-    )[:num_words]
-    word_offsets = tf.concat([[0], tf.cumsum(word_sizes)], 0)  # (W + 1,) pieces before word w
+    num_words = tf.reduce_sum(tf.cast(is_start, tf.int32), 1)  # (B,)
+    # Word index of every candidate token; special tokens point at an extra slot S, so a
+    # row's words are columns [0, num_words) of width S + 1.
+    word_of_token = tf.where(
+        candidate, tf.cumsum(tf.cast(is_start, tf.int32), 1) - 1, sequence_length
+    )
+    width = sequence_length + 1
+    row_offsets = tf.range(batch_size)[:, None] * width
+    word_segments = tf.reshape(word_of_token + row_offsets, [-1])
+    num_segments = batch_size * width
 
-    num_candidates = tf.reduce_sum(tf.cast(candidate, tf.int32))
+    def take(values, indices):  # values[b, indices[b, ...]] of every row b
+        return tf.gather(values, indices, batch_dims=1)
+
+    def per_word(values, reduce):  # (B, S) token values → (B, S + 1) per word
+        reduced = reduce(tf.reshape(values, [-1]), word_segments, num_segments)
+        return tf.reshape(reduced, [batch_size, width])
+
+    # A block is a run between specials; all the pieces of a word lie in one.
+    word_block = per_word(tf.cumsum(tf.cast(special, tf.int32), 1), tf.math.unsorted_segment_max)
+    word_sizes = per_word(tf.cast(candidate, tf.int32), tf.math.unsorted_segment_sum)
+    word_sizes = tf.concat([word_sizes[:, :-1], tf.zeros([batch_size, 1], tf.int32)], 1)
+    word_offsets = tf.cumsum(word_sizes, 1, exclusive=True)  # (B, S + 1) pieces before word w
+
+    num_candidates = tf.reduce_sum(tf.cast(candidate, tf.int32), 1)
     budget = tf.maximum(
         1,
         tf.cast(
@@ -156,76 +190,98 @@ def dynamic_mask(
         ),
     )
     if masking.masked_lm_prob == 0 or max_predictions == 0:
-        budget = tf.constant(0, tf.int32)
-    budget = tf.where(num_candidates > 0, tf.minimum(budget, max_predictions), 0)
+        budget = tf.zeros_like(num_candidates)
+    budget = tf.where(num_candidates > 0, tf.minimum(budget, max_predictions), 0)  # (B,)
 
-    # (K,) span lengths in words; the prefix whose words reach the budget is laid out.
+    # (B, K) span lengths in words; the prefix whose words reach the budget is laid out.
     lengths = tf.cast(
-        tf.random.stateless_categorical(log_probabilities, max_predictions, seeds[0])[0] + 1,
+        tf.random.stateless_categorical(
+            tf.tile(log_probabilities, [batch_size, 1]), num_draws, seeds[0]
+        )
+        + 1,
         tf.int32,
     )
     # A span longer than the sequence shrinks to it (as the Python scheme's fallback).
-    lengths = tf.minimum(lengths, tf.maximum(num_words, 1))
-    ends = tf.cumsum(lengths)
-    num_spans = tf.reduce_sum(tf.cast((ends - lengths < budget) & (ends <= num_words), tf.int32))
-    lengths = lengths[:num_spans]
-    num_slots = num_words - tf.reduce_sum(lengths) + num_spans
-    _, slots = tf.math.top_k(tf.random.stateless_uniform([num_slots], seeds[1]), num_spans)
-    starts = tf.sort(slots) + tf.cumsum(lengths - 1, exclusive=True)  # (k,) first word
+    lengths = tf.minimum(lengths, tf.maximum(num_words, 1)[:, None])
+    ends = tf.cumsum(lengths, 1)
+    active = (ends - lengths < budget[:, None]) & (ends <= num_words[:, None])  # a prefix
+    num_spans = tf.reduce_sum(tf.cast(active, tf.int32), 1)
+    lengths = tf.where(active, lengths, 0)
+    num_slots = num_words - tf.reduce_sum(lengths, 1) + num_spans
+    # The num_spans largest of num_slots uniforms: a uniform choice of slots.
+    uniforms = tf.random.stateless_uniform([batch_size, sequence_length], seeds[1])
+    uniforms = tf.where(tf.range(sequence_length) < num_slots[:, None], uniforms, -1.0)
+    _, slots = tf.math.top_k(uniforms, num_draws)
+    slots = tf.sort(tf.where(active, slots, sequence_length), 1)  # (B, K) active ones first
+    starts = tf.where(active, slots + tf.cumsum(lengths - 1, 1, exclusive=True), 0)
     stops = starts + lengths
     safe_last = tf.maximum(stops - 1, 0)
-    valid = tf.gather(word_block, starts) == tf.gather(word_block, safe_last)
-    sizes = tf.gather(word_offsets, stops) - tf.gather(word_offsets, starts)
+    valid = active & (take(word_block, starts) == take(word_block, safe_last))
+    sizes = take(word_offsets, stops) - take(word_offsets, starts)
 
-    order = tf.argsort(tf.random.stateless_uniform([num_spans], seeds[2]))
-    sizes_in_order = tf.where(tf.gather(valid, order), tf.gather(sizes, order), 0)
-    valid_in_order = tf.gather(valid, order)
-    total = tf.cumsum(sizes_in_order)
-    accepted_in_order = valid_in_order & (total <= budget)
-    overflow = valid_in_order & (total > budget)
-    first = tf.reduce_sum(tf.cast(tf.cumsum(tf.cast(overflow, tf.int32)) == 0, tf.int32))
-    at_first = tf.one_hot(first, num_spans, dtype=tf.int32)  # all zero without an overflow
-    first_size = tf.reduce_sum(at_first * sizes_in_order)
-    first_total = tf.reduce_sum(at_first * total)
+    # Inactive spans sort last.
+    keys = tf.random.stateless_uniform([batch_size, num_draws], seeds[2])
+    order = tf.argsort(tf.where(active, keys, 2.0), 1)
+    valid_in_order = take(valid, order)
+    sizes_in_order = tf.where(valid_in_order, take(sizes, order), 0)
+    total = tf.cumsum(sizes_in_order, 1)
+    accepted_in_order = valid_in_order & (total <= budget[:, None])
+    overflow = valid_in_order & (total > budget[:, None])
+    first = tf.reduce_sum(tf.cast(tf.cumsum(tf.cast(overflow, tf.int32), 1) == 0, tf.int32), 1)
+    at_first = tf.one_hot(first, num_draws, dtype=tf.int32)  # all zero without an overflow
+    first_size = tf.reduce_sum(at_first * sizes_in_order, 1)
+    first_total = tf.reduce_sum(at_first * total, 1)
     remaining = budget - (first_total - first_size)
     keep_first = (first_total <= max_predictions) & (
-        tf.random.stateless_uniform([], seeds[3]) * tf.cast(first_size, tf.float32)
+        tf.random.stateless_uniform([batch_size], seeds[3]) * tf.cast(first_size, tf.float32)
         < tf.cast(remaining, tf.float32)
     )
-    accepted_in_order |= (at_first > 0) & keep_first
-    accepted = tf.scatter_nd(order[:, None], tf.cast(accepted_in_order, tf.int32), [num_spans]) > 0
+    accepted_in_order |= (at_first > 0) & keep_first[:, None]
+    accepted = take(accepted_in_order, tf.argsort(order, 1))  # (B, K)
 
     # Word w is masked iff an accepted span covers it: +1 at its start, -1 at its stop.
     ones = tf.cast(accepted, tf.int32)
-    delta = tf.math.unsorted_segment_sum(ones, starts, num_words + 1) - (
-        tf.math.unsorted_segment_sum(ones, stops, num_words + 1)
+    delta = tf.math.unsorted_segment_sum(
+        tf.reshape(tf.concat([ones, -ones], 1), [-1]),
+        tf.reshape(tf.concat([starts, stops], 1) + row_offsets, [-1]),
+        num_segments,
     )
-    word_masked = tf.concat([tf.cumsum(delta)[:num_words] > 0, [False]], 0)
-    token_masked = tf.gather(word_masked, word_of_token)  # (S,)
-    positions = tf.cast(tf.where(token_masked)[:, 0], tf.int32)  # (M,) ascending
-    num_masked = tf.shape(positions)[0]
-    original = tf.gather(token_ids, positions)
-    draw = tf.random.stateless_uniform([num_masked], seeds[4])
+    # (B, S + 1); column S (special tokens) stays False: every start is matched by its stop.
+    word_masked = tf.cumsum(tf.reshape(delta, [batch_size, width]), 1) > 0
+    token_masked = take(word_masked, word_of_token)  # (B, S)
+
+    # Masked positions, ascending: the largest S - position of the masked tokens.
+    position_keys = tf.where(token_masked, sequence_length - tf.range(sequence_length), 0)
+    position_keys, _ = tf.math.top_k(position_keys, num_draws)
+    weights = position_keys > 0  # (B, K)
+    positions = tf.where(weights, sequence_length - position_keys, 0)
+    original = tf.where(weights, take(token_ids, positions), 0)
+
+    # Drawn for every token, kept for the masked ones: one op for the batch.
+    draw = tf.random.stateless_uniform([batch_size, sequence_length], seeds[4])
     random_ids = tf.gather(
         replacements,
         tf.random.stateless_uniform(
-            [num_masked], seeds[5], maxval=replacements.shape[0], dtype=tf.int32
+            [batch_size, sequence_length], seeds[5], maxval=replacements.shape[0], dtype=tf.int32
         ),
     )
-    new_ids = tf.where(draw < 0.8, masking.mask_id, tf.where(draw < 0.9, random_ids, original))
-    masked_token_ids = tf.tensor_scatter_nd_update(token_ids, positions[:, None], new_ids)
+    new_ids = tf.where(draw < 0.8, masking.mask_id, tf.where(draw < 0.9, random_ids, token_ids))
+    masked_token_ids = tf.where(token_masked, new_ids, token_ids)
 
-    def pad(values, dtype):
-        values = tf.cast(values, dtype)
-        padded = tf.pad(values, [[0, max_predictions - tf.shape(values)[0]]])
-        return tf.ensure_shape(padded, [max_predictions])
+    # Accepted spans first, in their order (a stable sort on "not accepted").
+    span_order = tf.argsort(tf.cast(~accepted, tf.int32), 1, stable=True)
+    span_lengths = tf.where(take(accepted, span_order), take(lengths, span_order), 0)
+
+    def pad(values, dtype):  # (B, K) → (B, max_predictions)
+        values = tf.pad(tf.cast(values, dtype), [[0, 0], [0, max_predictions - num_draws]])
+        return tf.ensure_shape(values, [token_ids.shape[0], max_predictions])
 
     return {
         "token_ids": masked_token_ids,
         "mask_positions": pad(positions, tf.int32),
         "mask_ids": pad(original, tf.int32),
-        "mask_weights": pad(tf.ones([num_masked]), tf.float32),
-        "span_lengths": pad(tf.boolean_mask(lengths, accepted), tf.int32),
+        "mask_weights": pad(weights, tf.float32),
+        "span_lengths": pad(span_lengths, tf.int32),
     }
 
 
@@ -291,7 +347,8 @@ def make_pretraining_dataset(
         seed: seed of the shuffles and of dynamic masking (None: different every run).
         repeat: repeat forever (for `steps_per_epoch`).
         cycle_length: files read in parallel.
-        dynamic_masking: mask in-graph, anew each epoch, instead of using the files' masks.
+        dynamic_masking: mask in-graph, anew each epoch, instead of using the files' masks
+            (each batch, the last partial one included, in one call).
         drop_remainder: drop the last partial batch (static shapes, as a TPU needs); `False`
             keeps it (evaluation over every record).
 
@@ -342,18 +399,20 @@ def make_pretraining_dataset(
         ),
         num_parallel_calls=tf.data.AUTOTUNE,
     )
+    dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
     if dynamic:
         with _op_seeds_from(seed):
             seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True)
         seeds = seeds.batch(2)
         dataset = tf.data.Dataset.zip(dataset, seeds)
 
-        def remask(features, element_seed):
+        def remask(features, batch_seed):
+            # One call per batch: the masking's many small ops run once for all its rows.
             token_ids = restore_masked_tokens(features)
             masked = dynamic_mask(
                 token_ids,
                 features["padding_mask"],
-                element_seed,
+                batch_seed,
                 dynamic_masking,
                 max_predictions_per_sequence,
             )
@@ -362,5 +421,4 @@ def make_pretraining_dataset(
 
         dataset = dataset.map(remask, num_parallel_calls=tf.data.AUTOTUNE)
     dataset = dataset.map(_to_fit_inputs, num_parallel_calls=tf.data.AUTOTUNE)
-    dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
     return dataset.prefetch(tf.data.AUTOTUNE)

@@ -5,7 +5,7 @@ Differences from the original `create_pretraining_data.py`, on purpose: the mask
 spans never cross a segment boundary, a span that would overshoot the budget is kept with
 probability `remaining / span_size` (so the expected masked count equals the budget and long
 spans are not systematically cut short), and a random replacement is never a special token.
-The in-graph twin, for masking anew every epoch, is `dataset.dynamic_mask`.
+The in-graph twin, for masking anew every epoch a batch at a time, is `dataset.dynamic_mask`.
 """
 
 from __future__ import annotations

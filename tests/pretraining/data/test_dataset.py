@@ -203,13 +203,13 @@ def test_dynamic_masking_statistics_on_austen(tokenizer, austen_unmasked):
     records = tf.data.TFRecordDataset(austen_unmasked.output_files)
     decoded = records.map(lambda r: decode_record(r, 128, 20, dynamic=True))
     seeds = tf.data.Dataset.random(seed=11).batch(2)
-    masked = tf.data.Dataset.zip(decoded, seeds).map(
+    masked = tf.data.Dataset.zip(decoded.batch(32), seeds).map(
         lambda f, s: (f, dynamic_mask(f["token_ids"], f["padding_mask"], s, masking, 20))
     )
     spans = collections.Counter()
     kinds = collections.Counter()
     num_masked = num_candidates = 0
-    for features, result in masked.as_numpy_iterator():
+    for features, result in masked.unbatch().as_numpy_iterator():
         original, padding = features["token_ids"], features["padding_mask"]
         assert not features["mask_weights"].any()  # the files really are unmasked
         count = int(result["mask_weights"].sum())
@@ -278,6 +278,30 @@ def test_dynamic_masking_undoes_static_masks_and_remasks_each_epoch(tokenizer, t
     positions = lambda rows: [tuple(r["mask_positions"]) for r in rows]
     assert positions(first) != positions(second)  # new masks every epoch
     assert positions(epochs(seed=3)[0]) == positions(first)  # but reproducible from the seed
+
+
+def test_dynamic_masking_masks_the_last_partial_batch(tokenizer, tmp_path):
+    records = original_layout_records(10, np.random.default_rng(4))
+    path = write_records(tmp_path / "partial.tfrecord", records)
+    masking = DynamicMasking.from_tokenizer(tokenizer)
+    dataset = make_pretraining_dataset(
+        path, 4, SEQ, PRED, shuffle=False, seed=1, dynamic_masking=masking, drop_remainder=False
+    )
+    assert dataset.element_spec[0]["token_ids"].shape.as_list() == [None, SEQ]
+    assert dataset.element_spec[1]["mlm"].shape.as_list() == [None, PRED]
+    assert [len(x["token_ids"]) for x, _, _ in dataset] == [4, 4, 2]
+    rows = unbatch(dataset)
+    assert len(rows) == 10 and sum(row["w_mlm"].sum() for row in rows[8:]) > 0
+    for row, (_, values) in zip(rows, records, strict=True):
+        original = values["input_ids"].astype(np.int32).copy()
+        real = values["masked_lm_weights"] > 0
+        original[values["masked_lm_positions"][real]] = values["masked_lm_ids"][real]
+        count = int(row["w_mlm"].sum())
+        np.testing.assert_array_equal(row["y_mlm"][:count], original[row["mask_positions"][:count]])
+        keep = np.setdiff1d(np.arange(SEQ), row["mask_positions"][:count])
+        np.testing.assert_array_equal(row["token_ids"][keep], original[keep])
+        np.testing.assert_array_equal(row["padding_mask"], values["input_mask"])
+        assert row["y_sop"] == values["next_sentence_labels"][0]
 
 
 def test_batches_feed_model_fit(tmp_path):
@@ -355,12 +379,11 @@ def test_dynamic_mask_edge_cases(tokenizer, text, length, max_predictions, expec
     token_ids = np.zeros(length, np.int32)
     token_ids[: len(ids)] = ids
     padding_mask = (np.arange(length) < len(ids)).astype(np.int32)
-    mask = tf.function(
-        lambda seed: dynamic_mask(token_ids, padding_mask, seed, masking, max_predictions)
-    )
+    batch = token_ids[None], padding_mask[None]  # a batch of one row
+    mask = tf.function(lambda seed: dynamic_mask(*batch, seed, masking, max_predictions))
     counts = []
     for seed in range(100):
-        result = mask(tf.constant([seed, 0]))
+        result = {name: value[0] for name, value in mask(tf.constant([seed, 0])).items()}
         count = int(result["mask_weights"].numpy().sum())
         assert result["mask_positions"].shape == (max_predictions,)
         positions = result["mask_positions"].numpy()[:count]
@@ -370,3 +393,68 @@ def test_dynamic_mask_edge_cases(tokenizer, text, length, max_predictions, expec
     # Budget round(0.15 * 4) -> 1: a longer span is kept with probability 1 / size, so the
     # expected count is the budget.
     assert abs(np.mean(counts) - expected_mean) < 0.25
+
+
+def test_batched_masks_hold_row_by_row(tokenizer):
+    """One `dynamic_mask` call on a batch whose rows differ in length and padding, one of them
+    without a candidate token: every row checked on its own in Python."""
+    length, max_predictions, num_seeds = 64, 8, 100
+    text = open(os.path.join(AUSTEN, "persuasion.txt")).read()[5_000:6_000]
+    pieces = tokenizer.encode(text)
+    cls, sep = tokenizer.cls_id, tokenizer.sep_id
+    rows = [
+        [cls, *pieces[:30], sep, *pieces[30:57], sep],  # 57 candidates: the budget is capped
+        [cls, *pieces[60:70], sep, *pieces[70:75], sep],
+        [cls, sep, sep],  # no candidate token
+        [cls, *pieces[80:83], sep, *pieces[83:85], sep],
+    ]
+    token_ids = np.zeros((len(rows), length), np.int32)
+    padding_mask = np.zeros((len(rows), length), np.int32)
+    for i, row in enumerate(rows):
+        token_ids[i, : len(row)] = row
+        padding_mask[i, : len(row)] = 1
+    masking = DynamicMasking.from_tokenizer(tokenizer)
+    mask = tf.function(
+        lambda seed: dynamic_mask(token_ids, padding_mask, seed, masking, max_predictions)
+    )
+    special = set(tokenizer.special_ids)
+    counts = np.zeros(len(rows))
+    for seed in range(num_seeds):
+        result = {name: value.numpy() for name, value in mask(tf.constant([seed, 1])).items()}
+        assert result["token_ids"].shape == (len(rows), length)
+        for name in ("mask_positions", "mask_ids", "mask_weights", "span_lengths"):
+            assert result[name].shape == (len(rows), max_predictions), name
+        for i, original in enumerate(token_ids):
+            real = original[: len(rows[i])]
+            count = int(result["mask_weights"][i].sum())
+            weights = [1.0] * count + [0.0] * (max_predictions - count)
+            np.testing.assert_array_equal(result["mask_weights"][i], weights)
+            positions = result["mask_positions"][i][:count]
+            assert list(positions) == sorted(set(positions.tolist()))
+            assert not result["mask_positions"][i][count:].any()
+            assert not result["mask_ids"][i][count:].any()
+            np.testing.assert_array_equal(result["mask_ids"][i][:count], original[positions])
+            assert all(p < len(real) and int(original[p]) not in special for p in positions)
+            unmasked = np.setdiff1d(np.arange(length), positions)
+            np.testing.assert_array_equal(result["token_ids"][i][unmasked], original[unmasked])
+            for shown in result["token_ids"][i][positions]:
+                assert shown == tokenizer.mask_id or int(shown) not in special
+            masked_set = set(positions.tolist())
+            num_words = 0
+            for start, end in word_ranges(real, tokenizer):
+                covered = masked_set.intersection(range(start, end))
+                assert not covered or len(covered) == end - start  # whole words
+                num_words += bool(covered)
+            lengths = result["span_lengths"][i]
+            assert num_words == lengths.sum() and set(lengths.tolist()) <= {0, 1, 2, 3}
+            counts[i] += count
+    # Each row draws against its own budget: min(8, round(0.15 * candidates)); a span across
+    # [SEP] is dropped, not redrawn, so short rows fall a little short of it.
+    for i, row in enumerate(rows):
+        num_candidates = sum(int(t) not in special for t in row)
+        budget = min(max_predictions, max(1, int(0.15 * num_candidates + 0.5)))
+        budget = budget if num_candidates else 0
+        assert 0.7 * budget <= counts[i] / num_seeds <= budget, (i, counts[i] / num_seeds)
+    first, again = mask(tf.constant([3, 1])), mask(tf.constant([3, 1]))
+    np.testing.assert_array_equal(first["token_ids"], again["token_ids"])
+    assert not np.array_equal(first["mask_positions"], mask(tf.constant([4, 1]))["mask_positions"])
