@@ -245,7 +245,7 @@ def test_a_shard_merges_many_runs_into_the_local_tools_bytes_and_no_run_is_left(
     corpus, beam_tokenizer, local_runs, tmp_path, monkeypatch
 ):
     """A buffer of a few records: every shard is merged from many runs (beyond a fan-in of 4,
-    some merged first), into the local tool's bytes; the runs are gone afterwards."""
+    some merged first), into the local tool's bytes; no temporary file is left afterwards."""
     monkeypatch.setattr(runs, "MAX_OPEN_RUNS", 4)
     merge_runs, runs_per_shard = beam_engine.merge_runs, []
 
