@@ -52,8 +52,9 @@ class PretrainingDataConfig:
         language: language code for the sentence splitter.
         max_line_bytes: a longer line is skipped and counted (it is not prose).
         nsp_partner_window: NSP draws the random document among this many previous documents.
-        write_shuffle_buffer: records the local writer holds in memory; beyond, it sorts them
-            into shards through runs on disk (the output does not depend on it).
+        write_shuffle_buffer: records the local writer (the Beam engine: each bundle) holds
+            in memory; beyond, it sorts them into shards through runs on disk (the output does
+            not depend on it).
     """
 
     sequence_length: int = 512

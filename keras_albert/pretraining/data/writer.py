@@ -16,7 +16,6 @@ is not deterministic (its n-gram draw uses numpy's unseeded global RNG) and shuf
 from __future__ import annotations
 
 import collections
-import heapq
 import multiprocessing
 import multiprocessing.pool
 import os
@@ -36,6 +35,7 @@ from keras_albert.pretraining.data.examples import (
     shard_paths,
 )
 from keras_albert.pretraining.data.records import PretrainingExample
+from keras_albert.pretraining.data.runs import merge_runs, order, read_run, write_run
 from keras_albert.pretraining.data.summary import DocumentStats, PretrainingDataSummary
 from keras_albert.pretraining.data.vocabulary import TokenizerLike, TokenTables
 
@@ -76,42 +76,35 @@ def _process_document(
 
 class _ShardSorter:
     """Records in shard order, then by `(sort_key, record)`, in bounded memory: up to
-    `buffer_size` in memory, then sorted runs in files beside the output, merged at the end."""
-
-    _MAX_RUNS = 64  # files open while merging; more runs are first merged into one
+    `buffer_size` in memory, then sorted runs in files beside the output, merged at the end
+    (`runs.py`)."""
 
     def __init__(self, run_prefix: str, num_shards: int, buffer_size: int):
         self.run_prefix, self.num_shards, self.buffer_size = run_prefix, num_shards, buffer_size
         self.buffer: list[tuple] = []  # (shard, sort_key, record, example)
-        self.runs: list[str] = []
-        self.num_run_files = 0
+        self.runs: list[str] = []  # every run file written, merged ones included
 
     def add(self, item: KeyedRecord) -> None:
         shard = shard_of(item.sort_key, self.num_shards)
         self.buffer.append((shard, item.sort_key, item.record, item.example))
         if len(self.buffer) < self.buffer_size:
             return
-        self.buffer.sort(key=_order)
-        self.runs.append(self._write_run(self.buffer))
+        self.buffer.sort(key=order)
+        self._write_run(self.buffer)
         self.buffer = []
-        if len(self.runs) >= self._MAX_RUNS:
-            merged = self._write_run(heapq.merge(*map(_read_run, self.runs), key=_order))
-            self.remove_runs()
-            self.runs = [merged]
 
     def __iter__(self) -> Iterator[tuple[int, bytes, PretrainingExample | None]]:
         """`(shard, record, example)` in written order."""
-        self.buffer.sort(key=_order)
-        runs = [_read_run(path) for path in self.runs]
-        for shard, _, record, example in heapq.merge(*runs, self.buffer, key=_order):
+        self.buffer.sort(key=order)
+        merged = merge_runs(list(self.runs), _read_run, self._write_run, self.buffer)
+        for shard, _, record, example in merged:
             yield shard, record, example
 
     def _write_run(self, items: Iterable[tuple]) -> str:
-        path = f"{self.run_prefix}.run{self.num_run_files:05d}.incomplete"
-        self.num_run_files += 1
+        path = f"{self.run_prefix}.run{len(self.runs):05d}.incomplete"
+        self.runs.append(path)
         with open(path, "wb") as handle:
-            for item in items:
-                pickle.dump(item, handle, protocol=pickle.HIGHEST_PROTOCOL)
+            write_run(handle, items)
         return path
 
     def remove_runs(self) -> None:
@@ -121,17 +114,9 @@ class _ShardSorter:
         self.runs = []
 
 
-def _order(item: tuple) -> tuple:
-    return item[:3]  # (shard, sort_key, record): a total order, ties of the hash included
-
-
 def _read_run(path: str) -> Iterator[tuple]:
     with open(path, "rb") as handle:
-        while True:
-            try:
-                yield pickle.load(handle)
-            except EOFError:
-                return
+        yield from read_run(handle)
 
 
 def ordered_bounded_map(

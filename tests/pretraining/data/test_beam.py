@@ -7,6 +7,7 @@ retries a failed bundle).
 
 import bz2
 import collections
+import dataclasses
 import functools
 import gzip
 import hashlib
@@ -19,7 +20,7 @@ import apache_beam  # noqa: F401 (the `beam` extra, in the test extra too: a mis
 import pytest
 import tensorflow as tf
 
-from keras_albert.pretraining.data import PretrainingDataConfig, create_pretraining_data
+from keras_albert.pretraining.data import PretrainingDataConfig, create_pretraining_data, runs
 from keras_albert.pretraining.data import beam as beam_engine
 from keras_albert.pretraining.data.examples import NO_PARTNER
 from keras_albert.pretraining.data.records import count_records, inspect_records
@@ -215,27 +216,55 @@ def test_a_bundle_that_fails_once_is_retried_without_duplicates_or_losses(
     corpus, beam_tokenizer, local_runs, tmp_path, monkeypatch
 ):
     """The runner drops a failed bundle's outputs and runs it again; the retry makes the
-    same records (a function of seed and document key), so nothing is doubled or lost."""
+    same records (a function of seed and document key), so nothing is doubled or lost. A
+    buffer of a few records: the failed attempt has written runs, which nothing refers to."""
     process = beam_engine._DocumentRecords.process
     marker = tmp_path / "failed_once"
 
     def fails_once_midway(self, pair):
         for count, output in enumerate(process(self, pair)):
-            # After the document's first batch of records.
+            # After the document's first run.
             if count == 1 and pair[0].key.startswith("wiki/wiki_00") and not marker.exists():
                 marker.write_text("failed")
                 raise RuntimeError("injected failure, first try")
             yield output
 
     monkeypatch.setattr(beam_engine._DocumentRecords, "process", fails_once_midway)
+    config = dataclasses.replace(config_of("sop", 3), write_shuffle_buffer=8)
     beam = beam_engine.create_pretraining_data_beam(
-        inputs_of(corpus), str(tmp_path / "x"), beam_tokenizer, config_of("sop", 3), NUM_SHARDS,
+        inputs_of(corpus), str(tmp_path / "x"), beam_tokenizer, config, NUM_SHARDS,
         ("--runner", "BundleBasedDirectRunner"),
     )  # fmt: skip
     assert marker.exists()
     local = local_runs("sop", 3)
     assert digests(beam.output_files) == digests(local.output_files)
     assert comparable(beam) == comparable(local)
+
+
+def test_a_shard_merges_many_runs_into_the_local_tools_bytes_and_no_run_is_left(
+    corpus, beam_tokenizer, local_runs, tmp_path, monkeypatch
+):
+    """A buffer of a few records: every shard is merged from many runs (beyond a fan-in of 4,
+    some merged first), into the local tool's bytes; no temporary file is left afterwards."""
+    monkeypatch.setattr(runs, "MAX_OPEN_RUNS", 4)
+    merge_runs, runs_per_shard = beam_engine.merge_runs, []
+
+    def counting(sections, *args):
+        runs_per_shard.append(len({path for path, _, _ in sections}))
+        return merge_runs(sections, *args)
+
+    monkeypatch.setattr(beam_engine, "merge_runs", counting)
+    config = dataclasses.replace(config_of("sop", 3), write_shuffle_buffer=8)
+    beam = beam_engine.create_pretraining_data_beam(
+        inputs_of(corpus), str(tmp_path / "x"), beam_tokenizer, config, NUM_SHARDS, IN_MEMORY
+    )
+    assert len(runs_per_shard) == NUM_SHARDS and min(runs_per_shard) > 4
+    local = local_runs("sop", 3)
+    assert digests(beam.output_files) == digests(local.output_files)
+    assert comparable(beam) == comparable(local)
+    assert sorted(os.listdir(tmp_path)) == sorted(
+        [os.path.basename(p) for p in beam.output_files] + ["x.summary.json"]
+    )
 
 
 def test_nothing_to_read_and_a_missing_model_fail_in_one_line_before_any_work(

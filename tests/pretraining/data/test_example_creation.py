@@ -609,12 +609,13 @@ def test_documents_are_keyed_by_their_place_in_the_corpus_not_its_location(token
 def test_the_shard_sorter_spills_and_merges_its_runs_in_order(tmp_path):
     rng = random.Random(0)
     items = [KeyedRecord(rng.randrange(1000), bytes([rng.randrange(256)])) for _ in range(300)]
-    # 2 records a run: 150 runs, merged into one whenever 64 are on disk.
+    # 2 records a run: 150 runs, merged at the end, at most 64 open at once.
     sorter = _ShardSorter(str(tmp_path / "x"), 3, 2)
     for item in items:
         sorter.add(item)
-    assert len(sorter.runs) < 64
+    assert len(sorter.runs) == 150
     expected = sorted((item.sort_key % 3, item.sort_key, item.record) for item in items)
     assert [(shard, record) for shard, record, _ in sorter] == [(s, r) for s, _, r in expected]
+    assert len(sorter.runs) > 150  # the runs merged first, before the last 64
     sorter.remove_runs()
     assert os.listdir(tmp_path) == []
