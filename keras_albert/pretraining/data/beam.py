@@ -380,4 +380,6 @@ def create_pretraining_data_beam(
     else:  # as the local tool: no shard when no example was made
         FileSystems.delete([p for p in paths if FileSystems.exists(p)])
     summary.seconds = time.perf_counter() - started
+    # The file says what the run returns: its shards and its time.
+    _write_text(summary_path, summary.to_json())
     return summary

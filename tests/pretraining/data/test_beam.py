@@ -24,6 +24,7 @@ from keras_albert.pretraining.data import PretrainingDataConfig, create_pretrain
 from keras_albert.pretraining.data import beam as beam_engine
 from keras_albert.pretraining.data.examples import NO_PARTNER
 from keras_albert.pretraining.data.records import count_records, inspect_records
+from keras_albert.pretraining.data.summary import PretrainingDataSummary
 from keras_albert.text.python_tokenizer import PythonTokenizer, read_vocabulary_file
 from keras_albert.text.tokenizer import AlbertTokenizer  # noqa: E402
 from tests.pretraining.data import _worker_probe
@@ -134,6 +135,12 @@ def test_sop_ngram_masks_one_worker_give_the_local_tools_examples_and_summary(be
     assert digests(beam_sop.output_files) == digests(local.output_files)
     assert comparable(beam_sop) == comparable(local)
     assert len(beam_sop.span_length_counts) == 3
+    # The summary file beside the shards holds what the run returned, shards and time included.
+    prefix = beam_sop.output_files[0].rsplit("-", 3)[0]  # {prefix}-00000-of-0000N.tfrecord
+    with open(f"{prefix}.summary.json") as file:
+        on_disk = PretrainingDataSummary.from_json(file.read())
+    assert on_disk.output_files == beam_sop.output_files
+    assert on_disk.seconds == pytest.approx(beam_sop.seconds) and on_disk.seconds > 0
 
 
 def test_nsp_single_word_masks_two_workers_give_the_local_tools_examples_and_summary(
