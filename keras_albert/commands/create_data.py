@@ -40,6 +40,7 @@ the word, as the original's `_is_start_piece_bert`),
 import argparse
 import dataclasses
 import functools
+import logging
 import multiprocessing
 import os
 import sys
@@ -146,12 +147,18 @@ def main(argv=None) -> int:
 
     output_prefix = os.path.join(options.output_dir, options.file_prefix)
     if options.engine == "beam":
+        # Beam's import warns on the root logger that its BigQuery client is missing ("apitools
+        # not found"): no step here uses BigQuery.
+        notice = _MessageFilter("apitools not found")
+        logging.getLogger().addFilter(notice)
         try:
             from keras_albert.pretraining.data.beam import create_pretraining_data_beam
         except ModuleNotFoundError as error:
             raise ToolError(
                 f"--engine beam needs Apache Beam ({error}): pip install 'keras-albert[beam]'"
             ) from None
+        finally:
+            logging.getLogger().removeFilter(notice)
 
         summary = create_pretraining_data_beam(
             options.inputs,
@@ -192,3 +199,13 @@ def main(argv=None) -> int:
             "(see 'skipped' above); no shard was written"
         )
     return 0
+
+
+class _MessageFilter(logging.Filter):
+    # Drops the records whose message holds `text`.
+    def __init__(self, text: str):
+        super().__init__()
+        self.text = text
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return self.text not in record.getMessage()

@@ -15,6 +15,8 @@ import importlib.util
 import json
 import os
 import shutil
+import subprocess
+import sys
 
 import apache_beam  # noqa: F401 (the `beam` extra, in the test extra too: a missing one fails)
 import pytest
@@ -296,3 +298,23 @@ def test_nothing_to_read_and_a_missing_model_fail_in_one_line_before_any_work(
     with pytest.raises(USER_ERRORS, match="Beam's and need --engine beam"):
         main(["--inputs", text, "--output-dir", "o", "--vocabulary", ALBERT_SPM, "--", "-x"])
     assert not os.path.exists(tmp_path / "out") and not os.path.exists("o")
+
+
+@pytest.mark.slow  # ≈ 15 s: a fresh process imports Beam (CI: --run-slow)
+def test_the_command_prints_its_summary_and_nothing_on_stderr(tmp_path):
+    text = os.path.join(DATA_DIR, "wikitext_sample.txt")
+    result = subprocess.run(
+        [sys.executable, "-m", "keras_albert", "create-data", "--engine", "beam", "--inputs",
+         text, "--output-dir", str(tmp_path / "out"), "--vocabulary", ALBERT_SPM,
+         "--dupe-factor", "1"],
+        capture_output=True, text=True, cwd=REPO, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""  # neither Beam's start-up lines nor its BigQuery notice
+    with open(tmp_path / "out" / "pretraining.summary.json") as file:
+        summary = PretrainingDataSummary.from_json(file.read())
+    assert summary.output_files == [str(tmp_path / "out" / "pretraining-00000-of-00001.tfrecord")]
+    assert (
+        f"examples:          {summary.num_examples:,}" in result.stdout
+        or str(summary.num_examples) in result.stdout
+    )
