@@ -314,7 +314,4 @@ def test_the_command_prints_its_summary_and_nothing_on_stderr(tmp_path):
     with open(tmp_path / "out" / "pretraining.summary.json") as file:
         summary = PretrainingDataSummary.from_json(file.read())
     assert summary.output_files == [str(tmp_path / "out" / "pretraining-00000-of-00001.tfrecord")]
-    assert (
-        f"examples:          {summary.num_examples:,}" in result.stdout
-        or str(summary.num_examples) in result.stdout
-    )
+    assert f"examples:          {summary.num_examples}\n" in result.stdout
