@@ -56,14 +56,14 @@ class EvaluatedStretches(Stretches):
             logs["skipped_steps"] = sums["skipped_steps"]
         return logs
 
-    def end(self, step: int, index: int, logs: dict, seconds: float, trained: int) -> dict:
+    def end(self, step: int, index: int, logs: dict, steps_per_second: float | None) -> dict:
         task = self.plan.task
         results = task.evaluate(self.loop.model, self.plan.recipe.batch_size)
         if self.chief and self.verbose:
             train = ", ".join(f"{name} {value:.4g}" for name, value in logs.items())
             print(
                 f"{task.name} eval after evaluation {index + 1} (step {step}, "
-                f"{trained / seconds:.3g} steps/s; train {train}): "
+                f"{_rate(steps_per_second)}train {train}): "
                 f"{task.format_results(results)}",
                 flush=True,
             )
@@ -125,3 +125,7 @@ def train_in_stretches(
     )
     phase.run(iterator, stretches.state["totals"])
     return stretches.state["history"]
+
+
+def _rate(steps_per_second: float | None) -> str:
+    return "" if steps_per_second is None else f"{steps_per_second:.3g} steps/s; "

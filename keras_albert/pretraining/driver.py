@@ -162,6 +162,7 @@ class _TrainingOutcome:
     train_seconds: float
     last_logs: dict
     seconds_per_step: float | None
+    steps_per_second: float | None
     eval_results: dict | None
 
 
@@ -340,11 +341,11 @@ def _train(
     start_step = int(loop.optimizer.iterations.numpy())
     train_seconds = 0.0
     last_logs: dict = {}
-    seconds_per_step = None
+    seconds_per_step = steps_per_second = None
     evaluated: dict | None = None
     if start_step < options.train_steps:
         train_started = time.perf_counter()
-        last_logs, evaluated, seconds_per_step = train_in_stretches(
+        last_logs, evaluated, seconds_per_step, steps_per_second = train_in_stretches(
             loop, manager, options, directory, run.layout, run.masking, eval_fn, chief
         )
         train_seconds = time.perf_counter() - train_started
@@ -357,7 +358,13 @@ def _train(
     if eval_fn is not None and eval_results is None:
         eval_results = evaluate_pretrainer(loop, eval_fn, options)
     return _TrainingOutcome(
-        start_step, final_step, train_seconds, last_logs, seconds_per_step, eval_results
+        start_step,
+        final_step,
+        train_seconds,
+        last_logs,
+        seconds_per_step,
+        steps_per_second,
+        eval_results,
     )
 
 
@@ -381,7 +388,8 @@ def _write_summary(
         "resumed_from_step": resumed_from,
         "examples_seen": outcome.final_step * options.batch_size,
         "trained_steps_this_run": trained_steps,
-        "train_steps_per_second": trained_steps / train_seconds if train_seconds else None,
+        # The progress line's rate (`StepRate`: from the end of the first, compiling stretch).
+        "train_steps_per_second": outcome.steps_per_second,
         # Training only (compilation included), then everything this run did.
         "train_seconds_this_run": train_seconds,
         "wall_seconds_this_run": time.perf_counter() - started,

@@ -45,7 +45,7 @@ class HeldOutStretches(Stretches):
             logs["loss_scale"] = float(self.loop.optimizer.dynamic_scale.numpy())
         return logs
 
-    def end(self, step: int, index: int, logs: dict, seconds: float, trained: int) -> dict:
+    def end(self, step: int, index: int, logs: dict, steps_per_second: float | None) -> dict:
         self.evaluation = None
         last = step >= self.options.train_steps
         if self.eval_fn is None or (step % self.eval_every and not last):
@@ -66,7 +66,8 @@ def train_in_stretches(
 ) -> tuple:
     """From the optimizer's step to `train_steps`, one log row every `log_every_steps` steps
     (at multiples of it, and at the last step); returns the last row, the last evaluation (None
-    when the last step was not evaluated) and the last stretch's seconds per step."""
+    when the last step was not evaluated), the last stretch's seconds per step and the run's
+    steps per second (`StepRate`'s)."""
     start_step = int(loop.optimizer.iterations.numpy())
     columns = ("step", "learning_rate", *LOG_NAMES)
     if hasattr(loop.optimizer, "dynamic_scale"):
@@ -94,4 +95,4 @@ def train_in_stretches(
         lambda context: make_datasets(options, layout, masking, start_step, context)
     )
     row = phase.run(iterator)
-    return row, stretches.evaluation, phase.seconds_per_step
+    return row, stretches.evaluation, phase.seconds_per_step, phase.steps_per_second

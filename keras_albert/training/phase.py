@@ -35,6 +35,7 @@ import tensorflow as tf
 from keras_albert.training.interruption import StopSignals
 from keras_albert.training.logs import HistoryCsv, TensorBoardLogs
 from keras_albert.training.loop import TrainingLoop, run_callbacks
+from keras_albert.training.progress import StepRate
 from keras_albert.training.run_directory import RunDirectory
 from keras_albert.training.schedule import learning_rate_at
 
@@ -46,10 +47,10 @@ class Stretches:
         """The train logs of `num_steps` steps' sums (`TrainingLoop.train`); `loss` first."""
         return {"loss": sums["loss"] / num_steps}
 
-    def end(self, step: int, index: int, logs: dict, seconds: float, trained: int) -> dict:
-        """The stretch `index` ended at `step` (`trained` of its steps in `seconds` by this
-        process, evaluation not included); returns the row's columns besides `step`,
-        `learning_rate` and `logs` (an evaluation's `val_` ones)."""
+    def end(self, step: int, index: int, logs: dict, steps_per_second: float | None) -> dict:
+        """The stretch `index` ended at `step`, the run at `steps_per_second` so far
+        (`StepRate`'s); returns the row's columns besides `step`, `learning_rate` and `logs`
+        (an evaluation's `val_` ones)."""
         return {}
 
     def before_save(self, sums: dict[str, float]) -> None:
@@ -143,7 +144,8 @@ class TrainingPhase:
         """Trains from the optimizer's step to `train_steps` on `iterator`'s batches;
         `sums`: the current stretch's sums a resumed run restored (`sums_checkpointed`).
         Returns the last stretch's row (empty when none was left) with its
-        `seconds_per_step` (training only) in `self.seconds_per_step`."""
+        `seconds_per_step` (training only) in `self.seconds_per_step` and the run's rate so far
+        (`StepRate`'s) in `self.steps_per_second`."""
         loop, every, length = self.loop, self.checkpoint_every, self.stretch_steps
         start = step = int(loop.optimizer.iterations.numpy())
         self.sums = dict(sums or {}) if self.sums_checkpointed else {}
@@ -152,7 +154,9 @@ class TrainingPhase:
         chunk = max(1, loop.steps_per_execution)
         callbacks = self._callbacks(start)
         row: dict = {}
-        self.seconds_per_step = None
+        self.seconds_per_step = self.steps_per_second = None
+        step_rate = StepRate()
+        step_rate.begin(start)
         run_callbacks(callbacks, "on_train_begin", start)  # drops rows logged past `start`
         with contextlib.ExitStack() as stack:
             stop = stack.enter_context(StopSignals())
@@ -189,7 +193,8 @@ class TrainingPhase:
                         f"The training loss became NaN or infinite by step {step}; the last "
                         f"checkpoint in {self.manager.directory} precedes it."
                     )
-                columns = self.stretches.end(step, index, logs, seconds, trained)
+                self.steps_per_second = step_rate.mark(step)
+                columns = self.stretches.end(step, index, logs, self.steps_per_second)
                 # The rate the last update used: the schedule at iterations - 1.
                 rate = learning_rate_at(loop.optimizer, step - 1)
                 row = {"step": step, "learning_rate": rate, **logs, **columns}

@@ -2,7 +2,7 @@
 
     step 150/2000 · 3.1 steps/s · 10m 12s left · loss 4.812 · mlm_accuracy 0.153
 
-The rate is measured over the steps of this run since its first line (the first stretch
+The rate is `StepRate`'s: over the steps of this run since its first line (the first stretch
 holds the compilation, so its own rate is reported only until a second line exists).
 """
 
@@ -23,6 +23,37 @@ def format_duration(seconds: float) -> str:
     if minutes:
         return f"{minutes}m {seconds:02d}s"
     return f"{seconds}s"
+
+
+class StepRate:
+    """Steps per second of a run: the one definition of "steps/s" the progress lines, the
+    evaluation lines and the summaries print. Measured in wall time (evaluations and
+    checkpoints included) from the first `mark` after `begin`: the first stretch holds the
+    compilation, so its own rate (from `begin`) is given only until a second mark exists."""
+
+    def __init__(self, clock=time.perf_counter):
+        self.clock = clock
+        self._begin: tuple[int, float] | None = None
+        self._first_mark: tuple[int, float] | None = None
+
+    def begin(self, step: int) -> None:
+        self._begin = (int(step), self.clock())
+        self._first_mark = None
+
+    def mark(self, step: int) -> float | None:
+        """The rate at `step` (None without a step since the start); `step` becomes the start
+        if it is the first mark."""
+        now = self.clock()
+        if self._begin is None:
+            self._begin = (int(step), now)
+            return None
+        start = self._first_mark if self._first_mark is not None else self._begin
+        rate = None
+        if step > start[0] and now > start[1]:
+            rate = (step - start[0]) / (now - start[1])
+        if self._first_mark is None:
+            self._first_mark = (int(step), now)
+        return rate
 
 
 class StepProgress:
@@ -58,29 +89,19 @@ class StepProgress:
         self.total_steps = int(total_steps)
         self.names = tuple(names)
         self.stream = stream
-        self.clock = clock
-        self._begin: tuple[int, float] | None = None
-        self._first_line: tuple[int, float] | None = None
+        self.rate = StepRate(clock)
+        self._begun = False
         self.last_line = ""
 
     def on_train_begin(self, step: int) -> None:
-        self._begin = (int(step), self.clock())
-        self._first_line = None
-
-    def steps_per_second(self, step: int, now: float) -> float | None:
-        start = self._first_line if self._first_line is not None else self._begin
-        if start is None or step <= start[0] or now <= start[1]:
-            return None
-        return (step - start[0]) / (now - start[1])
+        self.rate.begin(step)
+        self._begun = True
 
     def on_log(self, step: int, logs: dict) -> None:
-        now = self.clock()
-        if self._begin is None:
-            self.on_train_begin(step)
+        rate = self.rate.mark(step)
+        if not self._begun:  # the first call starts the count
+            self._begun = True
             return
-        rate = self.steps_per_second(step, now)
-        if self._first_line is None:
-            self._first_line = (int(step), now)
         parts = [f"step {step}/{self.total_steps}"]
         if rate:
             parts.append(f"{rate:.3g} steps/s")

@@ -194,6 +194,10 @@ def test_short_fit_learns_and_writes_everything(tmp_path, records):
     # The logged rate is the schedule's at the last update (step 54 of 55, warmup 3).
     np.testing.assert_allclose(float(history[-1]["learning_rate"]), 1e-2 * (1 - 54 / 55), rtol=1e-6)
     assert summary["step"] == 55 and summary["examples_seen"] == 440
+    # The progress line's rate (`StepRate`): after the first, compiling stretch, so above the
+    # average over every step of the run.
+    average = summary["trained_steps_this_run"] / summary["train_seconds_this_run"]
+    assert summary["train_steps_per_second"] > average, summary
     assert set(summary["eval"]) >= {"loss", "mlm_loss", "sop_loss", "mlm_accuracy", "sop_accuracy"}
     with open(os.path.join(run.output_dir, "summary.json"), encoding="utf-8") as f:
         assert json.load(f)["step"] == 55

@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from keras_albert.training.logs import HistoryCsv
 from keras_albert.training.loop import replica_share
-from keras_albert.training.progress import StepProgress, format_duration
+from keras_albert.training.progress import StepProgress, StepRate, format_duration
 
 
 def global_batches(sizes):
@@ -63,6 +63,17 @@ def test_progress_line_has_rate_and_time_left():
     assert lines[1] == "step 200/2000 · 5 steps/s · 6m 00s left · loss 4.500"
     assert lines[2].startswith("step 2000/2000 · ") and "done" in lines[2]
     assert [format_duration(s) for s in (42, 612, 11_100)] == ["42s", "10m 12s", "3h 05m"]
+
+
+def test_the_rate_counts_from_the_first_mark_once_there_is_a_second():
+    ticks = iter([0.0, 40.0, 50.0, 60.0])
+    rate = StepRate(clock=lambda: next(ticks))
+    rate.begin(0)
+    assert rate.mark(10) == 10 / 40  # the first stretch alone: compilation included
+    assert rate.mark(30) == 20 / 10  # from the first mark on
+    assert rate.mark(50) == 40 / 20
+    never_begun = StepRate(clock=lambda: 0.0)
+    assert never_begun.mark(5) is None  # its first mark starts the count
 
 
 def read_rows(path):
