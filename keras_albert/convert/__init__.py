@@ -7,7 +7,7 @@ from keras_albert.convert.formats import (
     CheckpointNotFoundError,
     detect_format,
 )
-from keras_albert.convert.presets import from_preset
+from keras_albert.convert.presets import from_preset, load_tokenizer
 from keras_albert.convert.resolve import (
     CorruptCheckpointError,
     load_checkpoint,
@@ -31,6 +31,7 @@ __all__ = [
     "find_sentencepiece_model",
     "find_vocabulary",
     "from_preset",
+    "load_tokenizer",
     "require_vocabulary",
     "load_checkpoint",
     "resolve_config",

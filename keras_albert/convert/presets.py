@@ -1,5 +1,6 @@
 """`from_preset`: a model class's `from_preset(source)`, with its weights, config and the
-tokenizer its task type's preprocessor needs, from anything `load_checkpoint` reads; and
+tokenizer its task type's preprocessor needs, from anything `load_checkpoint` reads;
+`load_tokenizer`, the tokenizer of such a source (the one place it is built); and
 `save_to_preset`, a model's (with its tokenizer) as a keras-hub preset, or, for a task keras-hub
 has no class for, as a fine-tuning run leaves its model (`write_model_preset`).
 
@@ -25,6 +26,24 @@ from keras_albert.tasks.registry import BASE_MODEL_KINDS, get_task_type, model_k
 from keras_albert.text.files import write_atomically
 from keras_albert.text.preprocessing import tokenizer_class
 from keras_albert.validation import require_int, require_one_of
+
+
+def load_tokenizer(
+    source: str | os.PathLike | None,
+    vocabulary: str | os.PathLike | None = None,
+    *,
+    lowercase: bool | None = None,
+    strip_accents: bool | None = None,
+):
+    """The tokenizer of `source` (anything `load_checkpoint` reads): `vocabulary`, default the
+    one beside `source` (`keras_albert.convert.require_vocabulary`, which requires one), with
+    `lowercase` and `strip_accents` as given, else as its run recorded them
+    (`keras_albert.convert.resolve_normalization`). TensorFlow's `AlbertTokenizer`; where it
+    is not installed, the Python half. `from_preset` puts it in a task model's preprocessor;
+    the export (`keras_albert.export.CheckpointSource`) and the fine-tuning driver take it
+    alone."""
+    vocabulary = require_vocabulary(source, vocabulary)
+    return tokenizer_class()(vocabulary, **resolve_normalization(source, lowercase, strip_accents))
 
 
 def from_preset(
@@ -83,11 +102,7 @@ def from_preset(
         vocabulary = find_vocabulary(source)
         if vocabulary is None:  # none beside `source` (a preset name): token ids in, as before
             return model
-    vocabulary = require_vocabulary(source, vocabulary)
-    # TensorFlow's `AlbertTokenizer`; where it is not installed, the Python half.
-    tokenizer = tokenizer_class()(
-        vocabulary, **resolve_normalization(source, lowercase, strip_accents)
-    )
+    tokenizer = load_tokenizer(source, vocabulary, lowercase=lowercase, strip_accents=strip_accents)
     config = model.backbone.albert_config
     length = config.max_sequence_length if sequence_length is None else sequence_length
     model.preprocessor = preprocessor_class(tokenizer, sequence_length=length)

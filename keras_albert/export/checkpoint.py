@@ -59,15 +59,28 @@ class CheckpointSource:
         return source if isinstance(source, CheckpointSource) else cls(source)
 
     def load(self) -> tuple[keras.Model, AlbertTokenizer]:
-        """The model and its tokenizer."""
-        from keras_albert.convert import load_checkpoint, require_vocabulary, resolve_normalization
+        """The model, as `load_checkpoint` reads it (a `.keras` file's with the preprocessor it
+        was saved with), and its tokenizer (`keras_albert.convert.load_tokenizer`).
 
-        vocabulary = require_vocabulary(self.checkpoint, self.vocabulary)
+        Not `from_preset` with a fresh preprocessor: the token-id formats (ONNX, TFLite) need
+        none, and a task's preprocessor refuses a tokenizer its string-in features cannot use
+        (a question answerer's, without in-graph offsets); and a fresh preprocessor's options
+        (a question answerer's `max_query_length`) would replace the serving modules' own
+        defaults (`serving_module`).
+        """
+        from keras_albert.convert import load_checkpoint, load_tokenizer
+
+        # First: the vocabulary is required before anything is loaded.
+        tokenizer = load_tokenizer(
+            self.checkpoint,
+            self.vocabulary,
+            lowercase=self.lowercase,
+            strip_accents=self.strip_accents,
+        )
         model = load_checkpoint(
             self.checkpoint, model=self.model_kind, config=self.config, num_classes=self.num_classes
         )
-        normalization = resolve_normalization(self.checkpoint, self.lowercase, self.strip_accents)
-        return model, AlbertTokenizer(vocabulary, **normalization)
+        return model, tokenizer
 
 
 def export_checkpoint(

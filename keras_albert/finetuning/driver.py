@@ -76,7 +76,7 @@ import warnings
 import keras
 import tensorflow as tf
 
-from keras_albert.convert import require_vocabulary, resolve_normalization
+from keras_albert.convert import load_tokenizer, require_vocabulary
 from keras_albert.finetuning.elastic_depth import elastic_replica_fn
 from keras_albert.finetuning.options import FinetuningOptions
 from keras_albert.finetuning.stretches import Plan, train_in_stretches
@@ -224,19 +224,20 @@ def _finetune(options: FinetuningOptions, strategy, chief: bool, directory: RunD
 def _check_run(options: FinetuningOptions, strategy, directory: RunDirectory) -> _CheckedRun:
     """A run to resume must have these options (checked before any long work); the precision
     and the tokenizer."""
-    from keras_albert.text.tokenizer import AlbertTokenizer
-
     run_options = RunDirectory.record(options, RUN_FREE_OPTIONS)
     resuming = not options.force and directory.has_checkpoint()
     directory.check_record(run_options, resuming, remedy="`force` to start over")
     # Recorded, never compared: the weights are float32 in every precision.
     policy = choose_precision_policy(strategy, options.precision)
     run_options["precision"] = policy
+    # The path too: the run keeps a copy of the vocabulary.
     vocabulary = require_vocabulary(options.init_checkpoint, options.vocabulary, "init_checkpoint")
-    normalization = resolve_normalization(
-        options.init_checkpoint, options.lowercase, options.strip_accents
+    tokenizer = load_tokenizer(
+        options.init_checkpoint,
+        vocabulary,
+        lowercase=options.lowercase,
+        strip_accents=options.strip_accents,
     )
-    tokenizer = AlbertTokenizer(vocabulary, **normalization)
     return _CheckedRun(run_options, resuming, policy, tokenizer, vocabulary)
 
 

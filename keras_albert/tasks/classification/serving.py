@@ -102,9 +102,9 @@ class ClassificationServingModule(AlbertServingModule):
         precision: str = "float32",
         num_layers: int | None = None,
     ):
-        self._serving_task(model)  # a model that is no AlbertClassifier is refused first
-        # Set before the base builds the endpoints: `serve_examples` names the classes.
-        self.class_names = checked_class_names(model, class_names)
+        # Checked once the base has refused a model that is no AlbertClassifier
+        # (`_serving_task`), before `serve_examples`, which names the classes, is built.
+        self.class_names = class_names
         super().__init__(
             model,
             tokenizer,
@@ -133,6 +133,7 @@ class ClassificationServingModule(AlbertServingModule):
         }
 
     def _build_endpoints(self) -> dict:
+        self.class_names = checked_class_names(self.model, self.class_names)
         functions = super()._build_endpoints()
 
         def serve_examples(inputs):
