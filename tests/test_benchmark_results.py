@@ -29,8 +29,7 @@ LEGACY = {
     **_named(
         """backend_step_epyc_family25.json inference_precision_onnx_epyc_zen4.json
         inference_precision_onnx_epyc_zen4_second_run.json lora_sst2_epyc_family25.json
-        memory.json memory_compiled.json pretraining_data_beam_dupe1_epyc_family25.json
-        pretraining_data_beam_dupe3_epyc_family25.json""",
+        memory.json memory_compiled.json""",
         frozenset(("cpu.family", "commit")),
     ),
     # Command and date, but only the core count and the architecture of the machine.
