@@ -40,6 +40,11 @@ class StepRate:
         self._begin = (int(step), self.clock())
         self._first_mark = None
 
+    @property
+    def started(self) -> bool:
+        """Whether `begin` (or a first `mark`, which starts the count) has been called."""
+        return self._begin is not None
+
     def mark(self, step: int) -> float | None:
         """The rate at `step` (None without a step since the start); `step` becomes the start
         if it is the first mark."""
@@ -90,17 +95,15 @@ class StepProgress:
         self.names = tuple(names)
         self.stream = stream
         self.rate = StepRate(clock)
-        self._begun = False
         self.last_line = ""
 
     def on_train_begin(self, step: int) -> None:
         self.rate.begin(step)
-        self._begun = True
 
     def on_log(self, step: int, logs: dict) -> None:
+        started = self.rate.started
         rate = self.rate.mark(step)
-        if not self._begun:  # the first call starts the count
-            self._begun = True
+        if not started:  # the first call starts the count
             return
         parts = [f"step {step}/{self.total_steps}"]
         if rate:
